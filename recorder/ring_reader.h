@@ -1,0 +1,92 @@
+// Reading side of the wire (interpose/wire.h): the control socket that images register on, and
+// the reader of one image's ring. Decodes records (continuation slots assembled) and hands them
+// to a RecordSink in ring order. Owned by the transport; the recorder core only sees Decoded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "../interpose/wire.h"
+
+namespace memledger::recorder {
+
+// One record as the writer meant it, continuation payload assembled.
+struct Decoded {
+  wire::RecordType type;
+  wire::AllocKind kind;
+  uint16_t aux;
+  uint32_t tid;
+  uint64_t ts;  // CLOCK_MONOTONIC ns, as written
+  uint64_t a, b, c;
+  std::span<const uint64_t> frames;  // Stack: return addresses, innermost first (hook frames removed)
+  std::string_view text;             // Module: path; Marker: name
+};
+
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void onRecord(const Decoded& r) = 0;
+};
+
+// A registration received on the control socket.
+struct Registration {
+  wire::Hello hello;
+  std::string command;  // argv joined by spaces
+  std::string exe;
+  int memfd = -1;  // owned by the receiver
+};
+
+// The listening control socket in the recorder's private directory.
+class ControlSocket {
+ public:
+  // Creates `dir`/ctl.sock (0600) and listens. Returns nullptr and sets *error on failure.
+  static std::unique_ptr<ControlSocket> listen(const std::string& dir, std::string* error);
+  ~ControlSocket();
+  int fd() const { return fd_; }  // poll for POLLIN: a new connection is waiting
+  // Accepts one pending connection and receives its Hello and memfd (non-blocking; nullopt when
+  // nothing is pending or the message was malformed).
+  std::optional<Registration> accept();
+
+ private:
+  explicit ControlSocket(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+class RingReader {
+ public:
+  // Maps the ring of a registration (takes ownership of reg.memfd). nullptr + *error when the
+  // memfd is not a valid ring of this wire version.
+  static std::unique_ptr<RingReader> map(Registration reg, std::string* error);
+  ~RingReader();
+
+  // Delivers up to `max` published records in order; returns how many slots were consumed.
+  // Stops at the first slot not yet published.
+  size_t drain(RecordSink& sink, size_t max);
+  // The writer is gone (its process died or exec'd): deliver everything published, skipping
+  // slots that were reserved but never published (a thread killed mid-write).
+  size_t drainFinal(RecordSink& sink);
+
+  void heartbeat(uint64_t now_ns);  // tells writers the recorder is alive
+  uint64_t waitNs() const;          // total time writers waited for ring space
+  bool detached() const;
+  uint32_t lost() const;
+  uint64_t pending() const;         // reserved but not yet consumed
+  const wire::Hello& hello() const { return hello_; }
+
+ private:
+  RingReader() = default;
+  wire::Hello hello_{};
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  wire::RingHeader* header_ = nullptr;
+  wire::Record* records_ = nullptr;
+  uint32_t mask_ = 0;
+  std::unique_ptr<uint64_t[]> scratch_;  // assembled frames / text of the record being decoded
+  size_t decodeAt(uint64_t index, RecordSink& sink, bool final);
+};
+
+}  // namespace memledger::recorder

@@ -1,0 +1,41 @@
+// Turns code addresses into functions, files and lines, once per distinct address, after the
+// recording: libdw (elfutils) for DWARF with inline frames, the ELF symbol table when there is no
+// debug info (an exported function is never unresolved), separate debug files via build id
+// (/usr/lib/debug/.build-id) and .gnu_debuglink. Modules are opened lazily and cached; a module
+// that was dlclose'd (or deleted) is still read from its path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memledger::recorder {
+
+struct SymbolFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // source file; empty when unknown
+  int line = 0;
+};
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Frames for the code at `address` (already module-relative: runtime address - load bias;
+  // for a return address the caller passes ip - 1). Innermost first: inlined functions, then the
+  // function the code belongs to last. Never empty: an unknown address gives one empty frame.
+  std::vector<SymbolFrame> symbolize(const std::string& modulePath, uint64_t address);
+
+  // The module's GNU build id as lowercase hex, or empty.
+  std::string buildId(const std::string& modulePath);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memledger::recorder

@@ -1,0 +1,153 @@
+-- memledger recording schema.
+-- The version is PRAGMA user_version; readers refuse a file whose version is newer than theirs.
+-- Compatibility policy: a new version may add tables and columns (readers of an older version
+-- ignore them); it never changes the meaning of an existing column. Times are nanoseconds since
+-- the recording started (meta 'start_monotonic_ns' is that origin on CLOCK_MONOTONIC).
+-- The recorder writes everything below; the analyzer and GUI open the file read-only.
+PRAGMA user_version = 1;
+
+-- Key/value facts about the run: schema_version, memledger_version, command, start_wall
+-- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
+-- lost_records, fold_threshold_ns, complete ('1' once the recorder finished normally),
+-- bucket_ns (timeline bucket width), peak_image (the image whose heap peak is the largest; the
+-- `sites.peak_*` columns of that image's sites are the live set at that instant).
+-- A fork child starts with an empty live set: frees of blocks inherited from the parent are
+-- counted in processes.unknown_frees, never as the child's allocations or leaks.
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+-- One row per process image: a started program, a forked child, or the image an exec made.
+CREATE TABLE processes (
+  id         INTEGER PRIMARY KEY,     -- image id, referenced everywhere else
+  pid        INTEGER NOT NULL,
+  ppid       INTEGER NOT NULL,
+  parent_id  INTEGER,                 -- image id of the parent (or of the image that exec'd into this one)
+  command    TEXT NOT NULL,           -- argv joined by spaces (from /proc/PID/cmdline)
+  exe        TEXT,                    -- /proc/PID/exe
+  start_ns   INTEGER NOT NULL,
+  end_ns     INTEGER,
+  ended_by   TEXT,                    -- 'exit' | 'signal' | 'exec' | 'unknown'
+  exit_code  INTEGER,                 -- when ended_by = 'exit'
+  signal     INTEGER,                 -- when ended_by = 'signal'
+  forked     INTEGER NOT NULL DEFAULT 0,
+  wait_ns    INTEGER NOT NULL DEFAULT 0,  -- time this image's threads waited for ring space
+  peak_rss   INTEGER NOT NULL DEFAULT 0,  -- highest RSS sampled
+  peak_heap_bytes INTEGER NOT NULL DEFAULT 0,  -- exact heap (malloc/new family) peak of this image
+  peak_heap_ns    INTEGER NOT NULL DEFAULT 0,
+  peak_mmap_bytes INTEGER NOT NULL DEFAULT 0,
+  peak_mmap_ns    INTEGER NOT NULL DEFAULT 0,
+  unknown_frees   INTEGER NOT NULL DEFAULT 0   -- frees of addresses never seen allocated
+);
+
+-- Loaded ELF modules per image, dlopen'ed ones included; unload_ns is set when dlclose made it go.
+CREATE TABLE modules (
+  id         INTEGER PRIMARY KEY,
+  image_id   INTEGER NOT NULL,
+  path       TEXT NOT NULL,
+  build_id   TEXT,
+  bias       INTEGER NOT NULL,        -- load bias (l_addr)
+  start      INTEGER NOT NULL,        -- lowest mapped address of its PT_LOAD segments
+  end        INTEGER NOT NULL,
+  load_ns    INTEGER NOT NULL,
+  unload_ns  INTEGER
+);
+
+-- Distinct instruction pointers (return addresses) seen in stacks, per image.
+CREATE TABLE ips (
+  id         INTEGER PRIMARY KEY,
+  image_id   INTEGER NOT NULL,
+  address    INTEGER NOT NULL,
+  module_id  INTEGER                  -- NULL when no module covered it
+);
+
+-- Symbolized frames of an ip: depth 0 is the innermost (an inlined function when there are
+-- inline frames), the last depth is the real function the code belongs to.
+CREATE TABLE frames (
+  ip_id      INTEGER NOT NULL,
+  depth      INTEGER NOT NULL,
+  function   TEXT,                    -- demangled; NULL when unknown
+  file       TEXT,
+  line       INTEGER,
+  PRIMARY KEY (ip_id, depth)
+) WITHOUT ROWID;
+
+-- Distinct call stacks. ips: little-endian uint32 ip ids, innermost first, the allocator's and
+-- the hook's own frames already removed.
+CREATE TABLE stacks (
+  id         INTEGER PRIMARY KEY,
+  image_id   INTEGER NOT NULL,
+  ips        BLOB NOT NULL
+);
+
+-- Per-site aggregates (a site is a stack and a kind), exact for the whole run.
+CREATE TABLE sites (
+  stack_id       INTEGER NOT NULL,
+  kind           TEXT NOT NULL,       -- 'malloc' | 'new' | 'mmap' | 'custom' (later: device kinds)
+  image_id       INTEGER NOT NULL,
+  alloc_count    INTEGER NOT NULL,
+  alloc_bytes    INTEGER NOT NULL,
+  free_count     INTEGER NOT NULL,
+  freed_bytes    INTEGER NOT NULL,
+  leak_count     INTEGER NOT NULL,    -- live at the end of its process
+  leak_bytes     INTEGER NOT NULL,
+  peak_count     INTEGER NOT NULL,    -- live at the moment of its image's heap peak
+  peak_bytes     INTEGER NOT NULL,
+  temp_count     INTEGER NOT NULL,    -- freed before the same thread allocated anything else
+  temp_bytes     INTEGER NOT NULL,
+  realloc_count  INTEGER NOT NULL,    -- allocations made by realloc of a block from this site
+  max_live_count INTEGER NOT NULL,    -- most blocks of this site alive at once
+  max_live_bytes INTEGER NOT NULL,
+  min_size       INTEGER NOT NULL,
+  max_size       INTEGER NOT NULL,
+  same_size_count INTEGER NOT NULL,   -- allocations whose size equals the site's most recent size
+  lifetime_ns_sum INTEGER NOT NULL,   -- sum over freed allocations of (t_free - t_alloc)
+  max_realloc_chain INTEGER NOT NULL, -- longest chain of reallocs of one block ending at this site
+  PRIMARY KEY (stack_id, kind)
+) WITHOUT ROWID;
+
+-- Individual allocations that lived at least fold_threshold_ns, or were never freed. Shorter ones
+-- are folded into `sites` (totals stay exact). With --no-fold every allocation is a row.
+CREATE TABLE allocations (
+  id          INTEGER PRIMARY KEY,
+  image_id    INTEGER NOT NULL,
+  tid         INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  op          TEXT NOT NULL,          -- malloc, calloc, realloc, new, new[], mmap, ...
+  address     INTEGER NOT NULL,
+  size        INTEGER NOT NULL,
+  stack_id    INTEGER NOT NULL,
+  t_alloc     INTEGER NOT NULL,
+  t_free      INTEGER,                -- NULL: never freed (a leak when its process ended)
+  realloc_of  INTEGER                 -- allocations.id this block was realloc'ed from, if recorded
+);
+
+-- The memory curve per image, one row per bucket (meta 'bucket_ns' wide) in which anything
+-- happened, plus RSS samples. heap_* is the malloc/new family, mmap_* anonymous mmap.
+CREATE TABLE timeline (
+  image_id      INTEGER NOT NULL,
+  t_ns          INTEGER NOT NULL,     -- bucket start
+  heap_bytes    INTEGER NOT NULL,     -- live at the end of the bucket
+  heap_max      INTEGER NOT NULL,     -- highest live within the bucket
+  heap_min      INTEGER NOT NULL,     -- lowest live within the bucket
+  mmap_bytes    INTEGER NOT NULL,
+  rss_bytes     INTEGER,              -- most recent /proc sample (NULL before the first)
+  anon_bytes    INTEGER,              -- resident anonymous memory (for fragmentation)
+  allocs        INTEGER NOT NULL,     -- allocations in the bucket
+  frees         INTEGER NOT NULL,
+  alloc_bytes   INTEGER NOT NULL,
+  PRIMARY KEY (image_id, t_ns)
+) WITHOUT ROWID;
+
+-- Phase markers set by the program (memledger_mark) or `memledger mark`.
+CREATE TABLE markers (
+  image_id  INTEGER NOT NULL,
+  t_ns      INTEGER NOT NULL,
+  name      TEXT NOT NULL
+);
+
+-- @finish: the statements below run when the recording is finished (no per-row index
+-- maintenance while recording).
+CREATE INDEX allocations_by_time ON allocations (t_alloc);
+CREATE INDEX allocations_by_stack ON allocations (stack_id);
