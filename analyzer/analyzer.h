@@ -1,0 +1,330 @@
+// The analyzer: every question asked of a memledger recording (schemas/memledger.sql), answered
+// as plain value structs. No Qt, no printing: cli/ and gui/ only present what is computed here.
+//
+// A Recording is opened read-only; the common questions (leaks, peak, totals, processes,
+// suggestions) read only the aggregate tables (sites, timeline, processes). Raw `allocations`
+// rows are read only for a time filter, phase top sites or a heap layout, through indexed ranges.
+//
+// Conventions: times are nanoseconds since the recording started; sizes are bytes; stacks list
+// the innermost frame first; `pid` is the OS pid of the process image a site belongs to.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+struct sqlite3;
+
+namespace memledger::analyzer {
+
+// ---------------------------------------------------------------------------------------------
+// Opening a recording
+
+// Why a file could not be read as a recording. Every value has a one-line message (what()):
+//   NotFound      "cannot open 'F': No such file or directory" (or the errno text)
+//   NotARecording "memledger: 'F' is not a memledger recording"   (empty, random, foreign SQLite)
+//   NewerVersion  "memledger: 'F' was written by a newer memledger (schema N > 1)"
+//   Corrupt       "memledger: 'F' is truncated or corrupt"
+enum class ErrorKind { NotFound, NotARecording, NewerVersion, Corrupt };
+
+class RecordingError : public std::runtime_error {
+ public:
+  RecordingError(ErrorKind kind, std::string path, const std::string& message)
+      : std::runtime_error(message), kind_(kind), path_(std::move(path)) {}
+  ErrorKind kind() const { return kind_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  ErrorKind kind_;
+  std::string path_;
+};
+
+// The schema version this analyzer reads (PRAGMA user_version); newer files are refused.
+inline constexpr int kSchemaVersion = 1;
+
+struct Frame {
+  std::optional<std::string> function;  // demangled; nullopt when unknown ("??" in text)
+  std::optional<std::string> file;
+  std::optional<int64_t> line;
+  std::optional<std::string> module;    // path of the ELF module, nullopt when none covered it
+};
+using Stack = std::vector<Frame>;  // innermost first
+
+// Facts about the run itself (the meta table).
+struct RecordingInfo {
+  std::string path;
+  int schema_version = 0;
+  bool complete = false;      // false: the recorder did not finish (killed); data may be partial
+  int64_t duration_ns = 0;
+  int64_t wait_ns = 0;        // total time programs waited for ring space
+  int64_t lost_records = 0;
+  int64_t bucket_ns = 0;      // timeline bucket width
+  int64_t fold_threshold_ns = 0;
+  std::string version;        // memledger_version that wrote it
+  std::string command;
+  std::string start_wall;
+  std::optional<int64_t> peak_image;  // image id of the largest heap peak
+};
+
+class Recording {
+ public:
+  // Throws RecordingError. Opens with SQLITE_OPEN_READONLY and checks meta + user_version.
+  static Recording open(const std::string& path);
+  ~Recording();
+  Recording(Recording&&) noexcept;
+  Recording& operator=(Recording&&) noexcept;
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  const RecordingInfo& info() const;
+  sqlite3* db() const;  // for analyzer internals and tests; read-only handle
+
+  // Frames of a stack id (decoded stacks.ips → ips → frames/modules), cached per recording.
+  // An unknown stack id gives an empty stack.
+  const Stack& stack(int64_t stack_id) const;
+  // The OS pid of a process image id (0 when unknown).
+  int64_t pidOf(int64_t image_id) const;
+
+ private:
+  struct Impl;
+  explicit Recording(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Filters shared by the focused views (leaks, peak sites, phases, suggestions).
+
+struct Filter {
+  std::optional<int64_t> pid;                 // OS pid; all images with this pid
+  std::optional<std::string> kind;            // site kind: malloc | new | mmap | custom | ...
+  std::optional<int64_t> t_from_ns, t_to_ns;  // inclusive time range (allocation time)
+  std::optional<size_t> top;                  // keep the first N sites of each list
+};
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+struct Process {
+  int64_t image_id = 0;
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  std::optional<int64_t> parent_image;
+  std::string command;
+  std::optional<std::string> exe;
+  std::optional<int64_t> exit_code;
+  std::optional<int64_t> signal;
+  std::optional<std::string> ended_by;  // exit | signal | exec | unknown; nullopt while running
+  int64_t start_ns = 0;
+  std::optional<int64_t> end_ns;
+  bool forked = false;
+  int64_t wait_ns = 0;
+  int64_t peak_rss = 0;
+  int64_t peak_heap_bytes = 0;
+  int64_t peak_heap_ns = 0;
+  int64_t peak_mmap_bytes = 0;
+  int64_t peak_mmap_ns = 0;
+  int64_t unknown_frees = 0;
+};
+
+// One row of `sites` with its stack: the unit diff/export/check compare.
+struct Site {
+  int64_t stack_id = 0;
+  std::string kind;
+  int64_t image_id = 0;
+  int64_t pid = 0;
+  int64_t alloc_count = 0, alloc_bytes = 0;
+  int64_t free_count = 0, freed_bytes = 0;
+  int64_t leak_count = 0, leak_bytes = 0;
+  int64_t peak_count = 0, peak_bytes = 0;
+  int64_t temp_count = 0, temp_bytes = 0;
+  int64_t realloc_count = 0;
+  int64_t max_live_count = 0, max_live_bytes = 0;
+  int64_t min_size = 0, max_size = 0;
+  int64_t same_size_count = 0;
+  int64_t lifetime_ns_sum = 0;
+  int64_t max_realloc_chain = 0;
+  Stack stack;
+};
+
+// A site reduced to what one question needs: how many, how much, of what, where.
+struct SiteAmount {
+  int64_t stack_id = 0;
+  std::string kind;
+  int64_t pid = 0;
+  int64_t count = 0;
+  int64_t bytes = 0;
+  Stack stack;
+};
+
+struct Leaks {
+  int64_t count = 0;  // over all processes (after pid/kind/time filters)
+  int64_t bytes = 0;
+  std::vector<SiteAmount> sites;  // grouped by stack and kind, bytes descending
+};
+
+struct KindPeak {
+  std::string kind;  // "heap" | "mmap"
+  int64_t bytes = 0;
+  int64_t time_ns = 0;
+  int64_t pid = 0;
+};
+
+struct Peak {
+  int64_t bytes = 0;  // exact heap peak of the peak image
+  int64_t time_ns = 0;
+  int64_t pid = 0;
+  int64_t image_id = 0;
+  std::vector<KindPeak> by_kind;  // heap, mmap: each its own peak (largest over images)
+  int64_t rss_bytes = 0;          // highest RSS sampled
+  int64_t gap_bytes = 0;          // rss - heap (may be negative when RSS was sampled coarsely)
+  std::string gap_explanation;    // one sentence on what the gap is made of
+  std::vector<SiteAmount> sites;  // live at the heap peak, bytes descending
+};
+
+struct Totals {
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  int64_t allocated_bytes = 0;
+  int64_t freed_bytes = 0;
+  int64_t temporary_count = 0;  // freed before the same thread allocated anything else
+  int64_t temporary_bytes = 0;
+};
+
+struct Phase {
+  std::string name;
+  bool from_marker = false;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t peak_bytes = 0;
+  int64_t peak_time_ns = 0;
+  int64_t allocated_bytes = 0;
+  int64_t freed_bytes = 0;
+  std::vector<SiteAmount> top_sites;  // allocations made in the phase, by bytes
+};
+
+struct FragmentationPoint {
+  int64_t t_ns = 0;
+  double ratio = 0;          // 1 - heap / heap_resident, clamped to [0, 1]
+  int64_t heap_bytes = 0;
+  int64_t resident_bytes = 0;  // anon resident minus recorded anonymous mmaps
+};
+
+struct Fragmentation {
+  std::optional<double> peak_ratio;  // at the heap peak's plateau; nullopt without samples
+  int64_t peak_resident_bytes = 0;   // heap_resident where peak_ratio was taken
+  int64_t peak_heap_bytes = 0;
+  std::vector<FragmentationPoint> series;
+};
+
+// Live blocks and holes of an address range at one instant (from `allocations`).
+struct LayoutBlock {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  int64_t stack_id = 0;
+};
+struct LayoutHole {
+  uint64_t address = 0;
+  uint64_t size = 0;
+};
+struct HeapLayout {
+  uint64_t from = 0, to = 0;
+  int64_t t_ns = 0;
+  std::vector<LayoutBlock> blocks;  // address ascending
+  std::vector<LayoutHole> holes;    // gaps between blocks inside [from, to)
+  uint64_t live_bytes = 0;
+  uint64_t free_bytes = 0;     // sum of holes
+  uint64_t largest_hole = 0;
+  double external_fragmentation = 0;  // 1 - largest_hole / free_bytes (0 when no holes)
+};
+
+// Allocation patterns worth a change of code.
+enum class PatternKind { ReallocGrowth, SameSizeChurn, ManySameSizeLive };
+struct Pattern {
+  PatternKind kind;
+  Site site;
+  nlohmann::json evidence;  // the numbers that triggered it
+};
+
+struct Suggestion {
+  std::string kind;      // fix_leak | reuse_buffer | reserve_capacity | object_pool | free_earlier | allocator_tuning
+  std::string severity;  // high | medium | low
+  std::string message;   // names the function, e.g. "`grow_buffer` (growth.c:12) realloc'ed ..."
+  Stack stack;           // empty for process-wide advice (allocator tuning)
+  nlohmann::json evidence;  // object of numbers; a suggestion always has evidence
+};
+
+struct TimelinePoint {
+  int64_t t_ns = 0;
+  int64_t heap_bytes = 0, heap_max = 0, heap_min = 0;
+  int64_t mmap_bytes = 0;
+  std::optional<int64_t> rss_bytes, anon_bytes;
+  int64_t allocs = 0, frees = 0, alloc_bytes = 0;
+};
+
+struct Marker {
+  int64_t image_id = 0;
+  int64_t t_ns = 0;
+  std::string name;
+};
+
+struct Report {
+  RecordingInfo recording;
+  Leaks leaks;
+  Peak peak;
+  Totals totals;
+  std::vector<Process> processes;
+  std::vector<Phase> phases;
+  Fragmentation fragmentation;
+  std::vector<SiteAmount> temporaries;  // per site temp_count/temp_bytes, bytes descending
+  std::vector<Pattern> patterns;
+  std::vector<Suggestion> suggestions;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Questions. All throw RecordingError(Corrupt) when a query fails on a damaged file.
+
+std::vector<Process> processes(const Recording& rec);
+std::vector<Site> sites(const Recording& rec, const Filter& filter = {});  // alloc_bytes desc
+Leaks leaks(const Recording& rec, const Filter& filter = {});
+Peak peak(const Recording& rec, const Filter& filter = {});
+Totals totals(const Recording& rec, const Filter& filter = {});
+std::vector<SiteAmount> temporaries(const Recording& rec, const Filter& filter = {});
+// The curve of one image, or (nullopt) of all images summed per bucket.
+std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id = {});
+std::vector<Marker> markers(const Recording& rec);
+std::vector<Phase> phases(const Recording& rec, const Filter& filter = {});
+Fragmentation fragmentation(const Recording& rec, const Filter& filter = {});
+HeapLayout heapLayout(const Recording& rec, int64_t image_id, uint64_t from, uint64_t to, int64_t t_ns);
+std::vector<Pattern> patterns(const Recording& rec, const Filter& filter = {});
+std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter = {});
+Report report(const Recording& rec, const Filter& filter = {});
+
+// ---------------------------------------------------------------------------------------------
+// Presentation helpers shared by every front end.
+
+// "function (file:line)", "?? (module)" and so on: one frame as one line.
+std::string frameText(const Frame& frame);
+// A stable key for matching the same stack across two recordings (function/file/line, not ids).
+std::string stackKey(const Stack& stack);
+const char* patternName(PatternKind kind);  // realloc_growth | same_size_churn | many_same_size_live
+
+// JSON (schemas/report.schema.json). Stacks are [{function, file, line, module}], innermost first.
+nlohmann::json toJson(const Frame& frame);
+nlohmann::json toJson(const Stack& stack);
+nlohmann::json toJson(const Leaks& leaks);
+nlohmann::json toJson(const Peak& peak);
+nlohmann::json toJson(const Totals& totals);
+nlohmann::json toJson(const std::vector<Process>& processes);
+nlohmann::json toJson(const std::vector<Phase>& phases);
+nlohmann::json toJson(const Fragmentation& fragmentation);
+nlohmann::json toJson(const std::vector<Suggestion>& suggestions);
+nlohmann::json toJson(const RecordingInfo& info);
+nlohmann::json toJson(const Report& report);
+
+}  // namespace memledger::analyzer
