@@ -15,6 +15,7 @@ PACKAGES=(
   python3 python3-jsonschema                    # tests: traced program, report schema validation
   clang libclang-rt-14-dev                      # the libFuzzer target over the recording reader
   heaptrack                                     # the peer in bench/
+  libjemalloc-dev libgoogle-perftools-dev       # tests: programs linked against jemalloc/tcmalloc
 )
 if [[ "${MEMLEDGER_DEPS_GUI:-1}" == 1 ]]; then
   PACKAGES+=(qt6-base-dev qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libqt6opengl6-dev libxkbcommon-dev xvfb xauth)
