@@ -26,8 +26,8 @@ namespace memledger::analyzer {
 // ---------------------------------------------------------------------------------------------
 // Opening a recording
 
-// Why a file could not be read as a recording. Every value has a one-line message (what()):
-//   NotFound      "cannot open 'F': No such file or directory" (or the errno text)
+// Why a file could not be read as a recording. what() is the whole one-line message to print:
+//   NotFound      "memledger: cannot open 'F': No such file or directory" (or the errno text)
 //   NotARecording "memledger: 'F' is not a memledger recording"   (empty, random, foreign SQLite)
 //   NewerVersion  "memledger: 'F' was written by a newer memledger (schema N > 1)"
 //   Corrupt       "memledger: 'F' is truncated or corrupt"

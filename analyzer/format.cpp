@@ -1,0 +1,88 @@
+// Human formatting of sizes, durations and counts, plus frame/stack text and keys.
+#include "analyzer/format.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "analyzer/analyzer.h"
+
+namespace memledger::analyzer {
+
+std::string formatBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::abs(v) >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%" PRId64 " B", bytes);
+  else std::snprintf(buf, sizeof buf, std::abs(v) < 10 ? "%.2f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string formatDuration(int64_t ns) {
+  char buf[48];
+  double a = std::abs(static_cast<double>(ns));
+  if (a < 1e3) std::snprintf(buf, sizeof buf, "%" PRId64 " ns", ns);
+  else if (a < 1e6) std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (a < 1e9) std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+std::string formatCount(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+namespace {
+std::string baseName(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+}  // namespace
+
+std::string frameText(const Frame& frame) {
+  std::string out = frame.function.value_or("??");
+  if (frame.file) {
+    out += " (" + baseName(*frame.file);
+    if (frame.line) out += ":" + std::to_string(*frame.line);
+    out += ")";
+  } else if (frame.module) {
+    out += " (" + baseName(*frame.module) + ")";
+  }
+  return out;
+}
+
+std::string stackKey(const Stack& stack) {
+  // Symbolic, so the same code path matches across two runs with different addresses and ids.
+  std::string key;
+  for (const Frame& f : stack) {
+    key += f.function.value_or("??");
+    key += '@';
+    key += f.file ? baseName(*f.file) : (f.module ? baseName(*f.module) : std::string("?"));
+    key += ':';
+    key += f.line ? std::to_string(*f.line) : std::string("0");
+    key += ';';
+  }
+  return key;
+}
+
+const char* patternName(PatternKind kind) {
+  switch (kind) {
+    case PatternKind::ReallocGrowth: return "realloc_growth";
+    case PatternKind::SameSizeChurn: return "same_size_churn";
+    case PatternKind::ManySameSizeLive: return "many_same_size_live";
+  }
+  return "unknown";
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,257 @@
+// The memory curve (timeline), markers, and phases: named by markers when the program set any,
+// otherwise found on the heap curve as "a ramp, then a release".
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+// The curve of a set of images (empty set: all), summed per bucket. An image without a row in a
+// bucket did nothing then, so its last values carry forward into the sum.
+std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageCond) {
+  std::string sql =
+      "SELECT image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, rss_bytes, anon_bytes, "
+      "allocs, frees, alloc_bytes FROM timeline WHERE 1" + imageCond + " ORDER BY t_ns, image_id";
+  detail::Statement q(rec, sql.c_str());
+  struct Last {
+    int64_t heap = 0, mmap = 0;
+    std::optional<int64_t> rss, anon;
+  };
+  std::unordered_map<int64_t, Last> last;
+  std::vector<TimelinePoint> out;
+  // Rows of one bucket are accumulated, then the images that had no row are added at their last.
+  std::vector<int64_t> touched;
+  auto finish = [&](TimelinePoint& p) {
+    for (auto& [image, l] : last) {
+      if (std::find(touched.begin(), touched.end(), image) != touched.end()) continue;
+      p.heap_bytes += l.heap;
+      p.heap_max += l.heap;
+      p.heap_min += l.heap;
+      p.mmap_bytes += l.mmap;
+      if (l.rss) p.rss_bytes = p.rss_bytes.value_or(0) + *l.rss;
+      if (l.anon) p.anon_bytes = p.anon_bytes.value_or(0) + *l.anon;
+    }
+    touched.clear();
+  };
+  while (q.step()) {
+    int64_t image = q.i64(0), t = q.i64(1);
+    if (out.empty() || out.back().t_ns != t) {
+      if (!out.empty()) finish(out.back());
+      out.push_back(TimelinePoint{});
+      out.back().t_ns = t;
+    }
+    TimelinePoint& p = out.back();
+    Last& l = last[image];
+    l.heap = q.i64(2);
+    l.mmap = q.i64(5);
+    if (!q.isNull(6)) l.rss = q.i64(6);
+    if (!q.isNull(7)) l.anon = q.i64(7);
+    touched.push_back(image);
+    p.heap_bytes += l.heap;
+    p.heap_max += q.i64(3);
+    p.heap_min += q.i64(4);
+    p.mmap_bytes += l.mmap;
+    if (l.rss) p.rss_bytes = p.rss_bytes.value_or(0) + *l.rss;
+    if (l.anon) p.anon_bytes = p.anon_bytes.value_or(0) + *l.anon;
+    p.allocs += q.i64(8);
+    p.frees += q.i64(9);
+    p.alloc_bytes += q.i64(10);
+  }
+  if (!out.empty()) finish(out.back());
+  return out;
+}
+
+struct Range {
+  std::string name;
+  bool marker = false;
+  int64_t start = 0, end = 0;
+};
+
+// Cuts the heap curve into ramp-then-release phases. Each bucket is expanded into its low and
+// high points in the order the bucket moved (a rising bucket dipped first, a falling one peaked
+// first), so a bucket holding both the end of a release and the start of the next ramp still
+// shows the valley. A phase ends at a valley once the curve has released at least half of the
+// phase's rise above its baseline; hysteresis (a noise band of 5% of the global peak) keeps
+// jitter on a ramp or on a plateau from splitting phases.
+std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t bucket, int64_t endNs) {
+  struct Sample {
+    int64_t t, v;
+  };
+  std::vector<Sample> s;
+  int64_t prevEnd = tl.empty() ? 0 : tl.front().heap_min;
+  int64_t globalPeak = 0;
+  for (const auto& p : tl) {
+    globalPeak = std::max(globalPeak, p.heap_max);
+    if (p.heap_bytes >= prevEnd) {
+      s.push_back({p.t_ns, p.heap_min});
+      s.push_back({p.t_ns + bucket, p.heap_max});
+    } else {
+      s.push_back({p.t_ns, p.heap_max});
+      s.push_back({p.t_ns + bucket, p.heap_min});
+    }
+    s.push_back({p.t_ns + bucket, p.heap_bytes});
+    prevEnd = p.heap_bytes;
+  }
+  std::vector<Range> out;
+  if (s.empty()) return out;
+  const int64_t noise = std::max<int64_t>(1, globalPeak / 20);
+  int64_t start = tl.front().t_ns;
+  int64_t base = s.front().v, top = s.front().v, valley = s.front().v, valleyT = s.front().t;
+  bool released = false;
+  for (const auto& x : s) {
+    if (!released && x.v > top) {
+      top = x.v;
+      valley = x.v;
+      valleyT = x.t;
+    }
+    if (!released && x.v < base) base = x.v;
+    if (x.v < valley) {
+      valley = x.v;
+      valleyT = x.t;
+    }
+    int64_t rise = top - base, drop = top - valley;
+    if (!released && drop >= noise && 2 * drop >= rise) released = true;
+    if (released && x.v >= valley + noise) {
+      out.push_back({"", false, start, valleyT});
+      start = valleyT;
+      base = valley;
+      top = x.v;
+      valley = x.v;
+      valleyT = x.t;
+      released = false;
+    }
+  }
+  out.push_back({"", false, start, std::max(endNs, s.back().t)});
+  for (size_t i = 0; i < out.size(); ++i) out[i].name = "phase " + std::to_string(i + 1);
+  return out;
+}
+
+}  // namespace
+
+std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id) {
+  std::string cond = image_id ? " AND image_id = " + std::to_string(*image_id) : std::string();
+  return curve(rec, cond);
+}
+
+std::vector<Marker> markers(const Recording& rec) {
+  detail::Statement q(rec, "SELECT image_id, t_ns, name FROM markers ORDER BY t_ns, rowid");
+  std::vector<Marker> out;
+  while (q.step()) out.push_back({q.i64(0), q.i64(1), q.text(2)});
+  return out;
+}
+
+std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
+  std::string images = detail::imageCondition(rec, filter, "image_id");
+  std::vector<TimelinePoint> tl = curve(rec, images);
+  const int64_t bucket = std::max<int64_t>(1, rec.info().bucket_ns);
+  int64_t endNs = rec.info().duration_ns;
+  if (!tl.empty()) endNs = std::max(endNs, tl.back().t_ns + bucket);
+
+  std::vector<Range> ranges;
+  {
+    std::string sql = "SELECT t_ns, name FROM markers WHERE 1" + images + " ORDER BY t_ns, rowid";
+    detail::Statement q(rec, sql.c_str());
+    std::vector<std::pair<int64_t, std::string>> ms;
+    while (q.step()) ms.emplace_back(q.i64(0), q.text(1));
+    if (!ms.empty()) {
+      // Activity before the first marker is its own phase only when it is a real part of the
+      // run (startup allocations of the runtime are not).
+      int64_t before = 0, total = 0;
+      for (const auto& p : tl) {
+        total += p.alloc_bytes;
+        if (p.t_ns < ms.front().first) before += p.alloc_bytes;
+      }
+      if (before > 0 && before * 20 > total)
+        ranges.push_back({"(before first marker)", false, tl.front().t_ns, ms.front().first});
+      for (size_t i = 0; i < ms.size(); ++i)
+        ranges.push_back({ms[i].second, true, ms[i].first,
+                          i + 1 < ms.size() ? ms[i + 1].first : std::max(endNs, ms[i].first)});
+    } else {
+      ranges = automaticRanges(tl, bucket, endNs);
+    }
+  }
+
+  // The exact peak instant of the peak image refines a phase's bucket-resolution peak time.
+  int64_t exactPeak = -1, exactPeakNs = 0;
+  if (auto pi = detail::peakImage(rec, filter)) {
+    detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns FROM processes WHERE id = ?");
+    q.bind(1, *pi);
+    if (q.step()) {
+      exactPeak = q.i64(0);
+      exactPeakNs = q.i64(1);
+    }
+  }
+
+  std::vector<Phase> out;
+  std::string sitesSql =
+      "SELECT stack_id, kind, image_id, count(*), sum(size) AS b FROM allocations "
+      "WHERE t_alloc >= ? AND t_alloc < ?" + images + (filter.kind ? " AND kind = ?" : "") +
+      " GROUP BY stack_id, kind, image_id ORDER BY b DESC, stack_id LIMIT ?";
+  detail::Statement top(rec, sitesSql.c_str());
+  size_t ti = 0;
+  int64_t prevHeap = 0, prevMmap = 0;
+  for (size_t ri = 0; ri < ranges.size(); ++ri) {
+    const Range& r = ranges[ri];
+    const bool last = ri + 1 == ranges.size();
+    Phase ph;
+    ph.name = r.name;
+    ph.from_marker = r.marker;
+    ph.start_ns = r.start;
+    ph.end_ns = r.end;
+    ph.peak_time_ns = r.start;
+    while (ti < tl.size() && tl[ti].t_ns < r.start) {  // buckets before the first phase
+      prevHeap = tl[ti].heap_bytes;
+      prevMmap = tl[ti].mmap_bytes;
+      ++ti;
+    }
+    bool seenPeak = false;
+    for (; ti < tl.size() && (tl[ti].t_ns < r.end || last); ++ti) {
+      const TimelinePoint& p = tl[ti];
+      if (!seenPeak || p.heap_max > ph.peak_bytes) {
+        ph.peak_bytes = p.heap_max;
+        ph.peak_time_ns = p.t_ns;
+        seenPeak = true;
+      }
+      ph.allocated_bytes += p.alloc_bytes;
+      int64_t grown = (p.heap_bytes - prevHeap) + (p.mmap_bytes - prevMmap);
+      ph.freed_bytes += std::max<int64_t>(0, p.alloc_bytes - grown);
+      prevHeap = p.heap_bytes;
+      prevMmap = p.mmap_bytes;
+    }
+    // A phase with no bucket of its own holds what the previous one left.
+    if (!seenPeak) ph.peak_bytes = prevHeap;
+    if (ph.peak_bytes == exactPeak && exactPeakNs >= ph.peak_time_ns &&
+        exactPeakNs < ph.peak_time_ns + bucket)
+      ph.peak_time_ns = exactPeakNs;
+
+    top.reset();
+    top.bind(1, r.start).bind(2, last ? INT64_MAX : r.end);
+    int idx = 3;
+    if (filter.kind) top.bind(idx++, *filter.kind);
+    top.bind(idx, static_cast<int64_t>(filter.top.value_or(5)));
+    while (top.step()) {
+      SiteAmount s;
+      s.stack_id = top.i64(0);
+      s.kind = top.text(1);
+      s.pid = rec.pidOf(top.i64(2));
+      s.count = top.i64(3);
+      s.bytes = top.i64(4);
+      s.stack = rec.stack(s.stack_id);
+      ph.top_sites.push_back(std::move(s));
+    }
+    out.push_back(std::move(ph));
+  }
+
+  if (filter.t_from_ns || filter.t_to_ns) {
+    int64_t a = filter.t_from_ns.value_or(INT64_MIN), b = filter.t_to_ns.value_or(INT64_MAX);
+    std::erase_if(out, [&](const Phase& p) { return p.end_ns < a || p.start_ns > b; });
+  }
+  return out;
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,361 @@
+// Opening a recording read-only, telling every kind of bad file apart, and decoding stacks.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <unordered_map>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+std::string msgNotRecording(const std::string& path) {
+  return "memledger: '" + path + "' is not a memledger recording";
+}
+std::string msgCorrupt(const std::string& path) {
+  return "memledger: '" + path + "' is truncated or corrupt";
+}
+
+[[noreturn]] void throwFor(int rc, const std::string& path) {
+  // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
+  // on a file with a valid header means its pages are damaged or missing.
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
+
+uint32_t be32(const unsigned char* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
+}
+
+// SQLite opens lazily and happily reads a truncated file until it meets a missing page, so the
+// header is checked first: a database whose header promises more pages than the file holds was cut.
+void checkHeader(const std::string& path, uint64_t fileSize) {
+  if (fileSize == 0) throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+  unsigned char h[100] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  auto got = static_cast<size_t>(in.gcount());
+  static const char kMagic[16] = "SQLite format 3";  // includes the trailing NUL
+  size_t cmp = std::min<size_t>(got, sizeof kMagic);
+  if (std::memcmp(h, kMagic, cmp) != 0)
+    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+  if (got < sizeof h) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+  uint32_t pageSize = (uint32_t(h[16]) << 8) | h[17];
+  if (pageSize == 1) pageSize = 65536;
+  if (pageSize < 512 || (pageSize & (pageSize - 1)) != 0)
+    throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+  uint32_t pages = be32(h + 28);
+  bool sizeValid = be32(h + 24) == be32(h + 92) && pages != 0;  // "in-header size" is trusted then
+  if (fileSize % pageSize != 0) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+  if (sizeValid && uint64_t(pages) * pageSize > fileSize)
+    throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
+
+int64_t toInt(const std::string& s, int64_t fallback = 0) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    return used == s.size() ? v : fallback;
+  } catch (...) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+struct Recording::Impl {
+  sqlite3* db = nullptr;
+  RecordingInfo info;
+  std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
+  mutable std::unordered_map<int64_t, Stack> stacks;
+  mutable std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
+  mutable sqlite3_stmt* stackStmt = nullptr;
+  mutable sqlite3_stmt* ipStmt = nullptr;
+  mutable sqlite3_stmt* framesStmt = nullptr;
+
+  ~Impl() {
+    sqlite3_finalize(stackStmt);
+    sqlite3_finalize(ipStmt);
+    sqlite3_finalize(framesStmt);
+    if (db) sqlite3_close(db);
+  }
+};
+
+namespace {
+
+sqlite3* openDb(const std::string& path, bool immutable) {
+  sqlite3* db = nullptr;
+  int rc;
+  if (immutable) {
+    // A recorder killed mid-transaction leaves a hot journal that a read-only connection may not
+    // roll back; reading the file as it is still shows everything committed before the kill.
+    char* uri = sqlite3_mprintf("file:%q?immutable=1", path.c_str());
+    rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    sqlite3_free(uri);
+  } else {
+    rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_close(db);
+    throwFor(rc, path);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+// Returns the sqlite result code of the first probe (SQLITE_OK when it is a readable database).
+int probeMeta(sqlite3* db, bool& hasMeta) {
+  sqlite3_stmt* st = nullptr;
+  int rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'", -1, &st, nullptr);
+  hasMeta = false;
+  if (rc != SQLITE_OK) return rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    auto* name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    if (name && std::strcmp(name, "meta") == 0) hasMeta = true;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+bool needsImmutable(int rc) {
+  int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_READONLY ||
+         primary == SQLITE_CANTOPEN;
+}
+
+}  // namespace
+
+Recording::Recording(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Recording::~Recording() = default;
+Recording::Recording(Recording&&) noexcept = default;
+Recording& Recording::operator=(Recording&&) noexcept = default;
+
+Recording Recording::open(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    throw RecordingError(ErrorKind::NotFound, path,
+                         "memledger: cannot open '" + path + "': " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode))
+    throw RecordingError(ErrorKind::NotFound, path,
+                         "memledger: cannot open '" + path + "': " + std::strerror(EISDIR));
+  checkHeader(path, static_cast<uint64_t>(st.st_size));
+
+  auto impl = std::make_unique<Impl>();
+  impl->info.path = path;
+  impl->db = openDb(path, false);
+  bool hasMeta = false;
+  int rc = probeMeta(impl->db, hasMeta);
+  if (rc != SQLITE_OK && needsImmutable(rc)) {
+    sqlite3_close(impl->db);
+    impl->db = openDb(path, true);
+    rc = probeMeta(impl->db, hasMeta);
+  }
+  if (rc != SQLITE_OK) throwFor(rc, path);
+  if (!hasMeta) throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+
+  Recording rec(std::move(impl));
+  RecordingInfo& info = rec.impl_->info;
+  {
+    detail::Statement q(rec, "PRAGMA user_version");
+    if (q.step()) info.schema_version = static_cast<int>(q.i64(0));
+  }
+  if (info.schema_version > kSchemaVersion)
+    throw RecordingError(ErrorKind::NewerVersion, path,
+                         "memledger: '" + path + "' was written by a newer memledger (schema " +
+                             std::to_string(info.schema_version) + " > " +
+                             std::to_string(kSchemaVersion) + ")");
+  if (info.schema_version < 1) throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+
+  {
+    // Every table of the schema must be there; a missing one means the file is damaged (or the
+    // recorder died before it created them).
+    static const char* kTables[] = {"processes", "modules", "ips", "frames", "stacks",
+                                    "sites", "allocations", "timeline", "markers"};
+    detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+    for (const char* t : kTables) {
+      q.reset();
+      q.bind(1, std::string(t));
+      if (!q.step() || q.i64(0) == 0)
+        throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+    }
+  }
+  {
+    detail::Statement q(rec, "SELECT key, value FROM meta");
+    while (q.step()) {
+      std::string key = q.text(0), value = q.text(1);
+      if (key == "complete") info.complete = value == "1";
+      else if (key == "duration_ns") info.duration_ns = toInt(value);
+      else if (key == "wait_ns") info.wait_ns = toInt(value);
+      else if (key == "lost_records") info.lost_records = toInt(value);
+      else if (key == "bucket_ns") info.bucket_ns = toInt(value);
+      else if (key == "fold_threshold_ns") info.fold_threshold_ns = toInt(value);
+      else if (key == "memledger_version") info.version = value;
+      else if (key == "command") info.command = value;
+      else if (key == "start_wall") info.start_wall = value;
+      else if (key == "peak_image" && !value.empty()) info.peak_image = toInt(value, -1);
+    }
+  }
+  {
+    detail::Statement q(rec, "SELECT id, pid FROM processes");
+    while (q.step()) rec.impl_->pids[q.i64(0)] = q.i64(1);
+  }
+  // An unfinished recording may lack duration_ns: the last thing seen is the best estimate.
+  if (info.duration_ns == 0) {
+    detail::Statement q(rec, "SELECT max(coalesce((SELECT max(t_ns) FROM timeline), 0), "
+                             "coalesce((SELECT max(end_ns) FROM processes), 0))");
+    if (q.step()) info.duration_ns = q.i64(0) + info.bucket_ns;
+  }
+  return rec;
+}
+
+const RecordingInfo& Recording::info() const { return impl_->info; }
+sqlite3* Recording::db() const { return impl_->db; }
+
+int64_t Recording::pidOf(int64_t image_id) const {
+  auto it = impl_->pids.find(image_id);
+  return it == impl_->pids.end() ? 0 : it->second;
+}
+
+namespace {
+
+void prepare(const Recording& rec, sqlite3_stmt*& stmt, const char* sql) {
+  if (stmt) {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return;
+  }
+  int rc = sqlite3_prepare_v2(rec.db(), sql, -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) throwFor(rc, rec.info().path);
+}
+
+std::string colText(sqlite3_stmt* st, int col) {
+  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, col));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st, col))) : std::string();
+}
+
+}  // namespace
+
+const Stack& Recording::stack(int64_t stack_id) const {
+  auto found = impl_->stacks.find(stack_id);
+  if (found != impl_->stacks.end()) return found->second;
+  Stack frames;
+  const std::string& path = impl_->info.path;
+
+  prepare(*this, impl_->stackStmt, "SELECT ips FROM stacks WHERE id = ?");
+  sqlite3_bind_int64(impl_->stackStmt, 1, stack_id);
+  std::vector<uint32_t> ipIds;
+  int rc = sqlite3_step(impl_->stackStmt);
+  if (rc == SQLITE_ROW) {
+    auto* blob = static_cast<const unsigned char*>(sqlite3_column_blob(impl_->stackStmt, 0));
+    int n = sqlite3_column_bytes(impl_->stackStmt, 0);
+    // Little-endian u32 ip ids, innermost first; a trailing partial id is damage, ignored.
+    for (int i = 0; blob && i + 4 <= n; i += 4)
+      ipIds.push_back(uint32_t(blob[i]) | (uint32_t(blob[i + 1]) << 8) |
+                      (uint32_t(blob[i + 2]) << 16) | (uint32_t(blob[i + 3]) << 24));
+  } else if (rc != SQLITE_DONE) {
+    throwFor(rc, path);
+  }
+  sqlite3_reset(impl_->stackStmt);
+
+  for (uint32_t ipId : ipIds) {
+    auto cached = impl_->ipFrames.find(ipId);
+    if (cached == impl_->ipFrames.end()) {
+      std::optional<std::string> module;
+      prepare(*this, impl_->ipStmt,
+              "SELECT m.path FROM ips i LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?");
+      sqlite3_bind_int64(impl_->ipStmt, 1, ipId);
+      rc = sqlite3_step(impl_->ipStmt);
+      if (rc == SQLITE_ROW && sqlite3_column_type(impl_->ipStmt, 0) != SQLITE_NULL)
+        module = colText(impl_->ipStmt, 0);
+      else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        throwFor(rc, path);
+      sqlite3_reset(impl_->ipStmt);
+
+      std::vector<Frame> ipFrames;
+      prepare(*this, impl_->framesStmt,
+              "SELECT function, file, line FROM frames WHERE ip_id = ? ORDER BY depth");
+      sqlite3_bind_int64(impl_->framesStmt, 1, ipId);
+      while ((rc = sqlite3_step(impl_->framesStmt)) == SQLITE_ROW) {
+        Frame f;
+        sqlite3_stmt* st = impl_->framesStmt;
+        if (sqlite3_column_type(st, 0) != SQLITE_NULL && sqlite3_column_bytes(st, 0) > 0)
+          f.function = colText(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_bytes(st, 1) > 0)
+          f.file = colText(st, 1);
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) > 0)
+          f.line = sqlite3_column_int64(st, 2);
+        f.module = module;
+        ipFrames.push_back(std::move(f));
+      }
+      if (rc != SQLITE_DONE) throwFor(rc, path);
+      sqlite3_reset(impl_->framesStmt);
+      // Not symbolized (or the symbolizer found nothing): still one frame, its module known.
+      if (ipFrames.empty()) {
+        Frame f;
+        f.module = module;
+        ipFrames.push_back(std::move(f));
+      }
+      cached = impl_->ipFrames.emplace(ipId, std::move(ipFrames)).first;
+    }
+    frames.insert(frames.end(), cached->second.begin(), cached->second.end());
+  }
+  return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+[[noreturn]] void throwCorrupt(const std::string& path) {
+  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
+
+Statement::Statement(const Recording& rec, const char* sql) : rec_(rec) {
+  int rc = sqlite3_prepare_v2(rec.db(), sql, -1, &stmt_, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    throwFor(rc, rec.info().path);
+  }
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+Statement& Statement::bind(int index, const std::string& value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::bindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  throwFor(rc, rec_.info().path);
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Statement::text(int col) const { return colText(stmt_, col); }
+
+}  // namespace detail
+
+}  // namespace memledger::analyzer

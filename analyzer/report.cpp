@@ -1,0 +1,173 @@
+// The whole report, and every result as JSON (schemas/report.schema.json).
+#include "analyzer/analyzer.h"
+
+namespace memledger::analyzer {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json amounts(const std::vector<SiteAmount>& sites) {
+  json out = json::array();
+  for (const auto& s : sites)
+    out.push_back({{"count", s.count}, {"bytes", s.bytes}, {"kind", s.kind}, {"pid", s.pid},
+                   {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}});
+  return out;
+}
+
+// The series can have one point per millisecond of a long run; a report needs its shape, so it
+// keeps at most this many points, always including the highest ratio of each stretch.
+constexpr size_t kMaxSeriesPoints = 1000;
+
+}  // namespace
+
+Report report(const Recording& rec, const Filter& filter) {
+  Report r;
+  r.recording = rec.info();
+  r.leaks = leaks(rec, filter);
+  r.peak = peak(rec, filter);
+  r.totals = totals(rec, filter);
+  r.processes = processes(rec);
+  if (filter.pid) std::erase_if(r.processes, [&](const Process& p) { return p.pid != *filter.pid; });
+  r.phases = phases(rec, filter);
+  r.fragmentation = fragmentation(rec, filter);
+  r.temporaries = temporaries(rec, filter);
+  r.patterns = patterns(rec, filter);
+  r.suggestions = suggestions(rec, filter);
+  return r;
+}
+
+json toJson(const Frame& f) {
+  return {{"function", opt(f.function)}, {"file", opt(f.file)}, {"line", opt(f.line)},
+          {"module", opt(f.module)}};
+}
+
+json toJson(const Stack& stack) {
+  json out = json::array();
+  for (const auto& f : stack) out.push_back(toJson(f));
+  return out;
+}
+
+json toJson(const Leaks& l) {
+  return {{"count", l.count}, {"bytes", l.bytes}, {"sites", amounts(l.sites)}};
+}
+
+json toJson(const Peak& p) {
+  json byKind = json::object();
+  for (const auto& k : p.by_kind)
+    byKind[k.kind] = {{"bytes", k.bytes}, {"time_ns", k.time_ns}, {"pid", k.pid}};
+  return {{"bytes", p.bytes},         {"time_ns", p.time_ns},         {"pid", p.pid},
+          {"by_kind", byKind},        {"rss_bytes", p.rss_bytes},     {"gap_bytes", p.gap_bytes},
+          {"gap_explanation", p.gap_explanation}, {"sites", amounts(p.sites)}};
+}
+
+json toJson(const Totals& t) {
+  return {{"allocations", t.allocations},
+          {"frees", t.frees},
+          {"allocated_bytes", t.allocated_bytes},
+          {"freed_bytes", t.freed_bytes},
+          {"temporary", {{"count", t.temporary_count}, {"bytes", t.temporary_bytes}}}};
+}
+
+json toJson(const std::vector<Process>& ps) {
+  json out = json::array();
+  for (const auto& p : ps)
+    out.push_back({{"pid", p.pid},
+                   {"ppid", p.ppid},
+                   {"command", p.command},
+                   {"exit_code", opt(p.exit_code)},
+                   {"signal", opt(p.signal)},
+                   {"ended_by", opt(p.ended_by)},
+                   {"start_ns", p.start_ns},
+                   {"end_ns", opt(p.end_ns)},
+                   {"forked", p.forked},
+                   {"peak_heap_bytes", p.peak_heap_bytes},
+                   {"peak_rss", p.peak_rss},
+                   {"unknown_frees", p.unknown_frees}});
+  return out;
+}
+
+json toJson(const std::vector<Phase>& phs) {
+  json out = json::array();
+  for (const auto& p : phs)
+    out.push_back({{"name", p.name},
+                   {"from_marker", p.from_marker},
+                   {"start_ns", p.start_ns},
+                   {"end_ns", p.end_ns},
+                   {"peak_bytes", p.peak_bytes},
+                   {"peak_time_ns", p.peak_time_ns},
+                   {"allocated_bytes", p.allocated_bytes},
+                   {"freed_bytes", p.freed_bytes},
+                   {"top_sites", amounts(p.top_sites)}});
+  return out;
+}
+
+json toJson(const Fragmentation& f) {
+  json series = json::array();
+  size_t stride = (f.series.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;
+  if (stride == 0) stride = 1;
+  for (size_t i = 0; i < f.series.size(); i += stride) {
+    const FragmentationPoint* best = &f.series[i];
+    for (size_t j = i; j < std::min(f.series.size(), i + stride); ++j)
+      if (f.series[j].ratio > best->ratio) best = &f.series[j];
+    series.push_back({{"t_ns", best->t_ns}, {"ratio", best->ratio}, {"heap_bytes", best->heap_bytes},
+                      {"resident_bytes", best->resident_bytes}});
+  }
+  return {{"peak_ratio", opt(f.peak_ratio)},
+          {"peak_resident_bytes", f.peak_resident_bytes},
+          {"peak_heap_bytes", f.peak_heap_bytes},
+          {"series", series}};
+}
+
+json toJson(const std::vector<Suggestion>& ss) {
+  json out = json::array();
+  for (const auto& s : ss)
+    out.push_back({{"kind", s.kind},
+                   {"severity", s.severity},
+                   {"message", s.message},
+                   {"stack", toJson(s.stack)},
+                   {"evidence", s.evidence}});
+  return out;
+}
+
+json toJson(const RecordingInfo& i) {
+  return {{"path", i.path},
+          {"complete", i.complete},
+          {"duration_ns", i.duration_ns},
+          {"wait_ns", i.wait_ns},
+          {"lost_records", i.lost_records},
+          {"bucket_ns", i.bucket_ns},
+          {"version", i.version},
+          {"schema_version", i.schema_version},
+          {"command", i.command}};
+}
+
+json toJson(const Report& r) {
+  json temps = json::array();
+  for (const auto& s : r.temporaries)
+    temps.push_back({{"count", s.count}, {"bytes", s.bytes}, {"kind", s.kind}, {"pid", s.pid},
+                     {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}});
+  json pats = json::array();
+  for (const auto& p : r.patterns)
+    pats.push_back({{"kind", patternName(p.kind)},
+                    {"site", {{"kind", p.site.kind}, {"pid", p.site.pid}, {"stack_id", p.site.stack_id},
+                              {"stack", toJson(p.site.stack)}}},
+                    {"evidence", p.evidence}});
+  return {{"recording", toJson(r.recording)},
+          {"leaks", toJson(r.leaks)},
+          {"peak", toJson(r.peak)},
+          {"totals", toJson(r.totals)},
+          {"processes", toJson(r.processes)},
+          {"phases", toJson(r.phases)},
+          {"fragmentation", toJson(r.fragmentation)},
+          {"temporaries", temps},
+          {"patterns", pats},
+          {"suggestions", toJson(r.suggestions)}};
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,276 @@
+// Questions answered from the aggregate tables alone (sites, processes): processes, sites,
+// leaks, peak, totals, temporaries. Only a time filter on leaks reads raw allocation rows.
+#include <algorithm>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/format.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+namespace detail {
+
+std::string imageCondition(const Recording& rec, const Filter& filter, const char* column) {
+  if (!filter.pid) return {};
+  std::string ids;
+  Statement q(rec, "SELECT id FROM processes WHERE pid = ? ORDER BY id");
+  q.bind(1, *filter.pid);
+  while (q.step()) ids += (ids.empty() ? "" : ",") + std::to_string(q.i64(0));
+  if (ids.empty()) return " AND 0";
+  return std::string(" AND ") + column + " IN (" + ids + ")";
+}
+
+std::optional<int64_t> peakImage(const Recording& rec, const Filter& filter) {
+  if (!filter.pid && rec.info().peak_image) {
+    Statement q(rec, "SELECT id FROM processes WHERE id = ?");
+    q.bind(1, *rec.info().peak_image);
+    if (q.step()) return q.i64(0);
+  }
+  std::string sql = "SELECT id FROM processes WHERE 1" + imageCondition(rec, filter, "id") +
+                    " ORDER BY peak_heap_bytes DESC, id LIMIT 1";
+  Statement q(rec, sql.c_str());
+  if (q.step()) return q.i64(0);
+  return std::nullopt;
+}
+
+const Frame* namedFrame(const Stack& stack) {
+  for (const Frame& f : stack)
+    if (f.function) return &f;
+  return nullptr;
+}
+
+}  // namespace detail
+
+namespace {
+
+void sortAndCut(std::vector<SiteAmount>& v, const Filter& filter) {
+  std::sort(v.begin(), v.end(), [](const SiteAmount& a, const SiteAmount& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.count != b.count) return a.count > b.count;
+    if (a.stack_id != b.stack_id) return a.stack_id < b.stack_id;
+    return a.kind < b.kind;
+  });
+  if (filter.top && v.size() > *filter.top) v.resize(*filter.top);
+}
+
+SiteAmount amount(const Recording& rec, int64_t stackId, std::string kind, int64_t imageId,
+                  int64_t count, int64_t bytes) {
+  SiteAmount s;
+  s.stack_id = stackId;
+  s.kind = std::move(kind);
+  s.pid = rec.pidOf(imageId);
+  s.count = count;
+  s.bytes = bytes;
+  return s;
+}
+
+void attachStacks(const Recording& rec, std::vector<SiteAmount>& v) {
+  for (auto& s : v) s.stack = rec.stack(s.stack_id);
+}
+
+}  // namespace
+
+std::vector<Process> processes(const Recording& rec) {
+  detail::Statement q(rec,
+                      "SELECT id, pid, ppid, parent_id, command, exe, start_ns, end_ns, ended_by, "
+                      "exit_code, signal, forked, wait_ns, peak_rss, peak_heap_bytes, peak_heap_ns, "
+                      "peak_mmap_bytes, peak_mmap_ns, unknown_frees FROM processes ORDER BY start_ns, id");
+  std::vector<Process> out;
+  while (q.step()) {
+    Process p;
+    p.image_id = q.i64(0);
+    p.pid = q.i64(1);
+    p.ppid = q.i64(2);
+    p.parent_image = q.optI64(3);
+    p.command = q.text(4);
+    p.exe = q.optText(5);
+    p.start_ns = q.i64(6);
+    p.end_ns = q.optI64(7);
+    p.ended_by = q.optText(8);
+    p.exit_code = q.optI64(9);
+    p.signal = q.optI64(10);
+    p.forked = q.i64(11) != 0;
+    p.wait_ns = q.i64(12);
+    p.peak_rss = q.i64(13);
+    p.peak_heap_bytes = q.i64(14);
+    p.peak_heap_ns = q.i64(15);
+    p.peak_mmap_bytes = q.i64(16);
+    p.peak_mmap_ns = q.i64(17);
+    p.unknown_frees = q.i64(18);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<Site> sites(const Recording& rec, const Filter& filter) {
+  std::string sql =
+      "SELECT stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, freed_bytes, "
+      "leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, realloc_count, "
+      "max_live_count, max_live_bytes, min_size, max_size, same_size_count, lifetime_ns_sum, "
+      "max_realloc_chain FROM sites WHERE 1" +
+      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
+      " ORDER BY alloc_bytes DESC, stack_id, kind";
+  detail::Statement q(rec, sql.c_str());
+  if (filter.kind) q.bind(1, *filter.kind);
+  std::vector<Site> out;
+  while (q.step()) {
+    Site s;
+    s.stack_id = q.i64(0);
+    s.kind = q.text(1);
+    s.image_id = q.i64(2);
+    s.pid = rec.pidOf(s.image_id);
+    int64_t* fields[] = {&s.alloc_count, &s.alloc_bytes, &s.free_count, &s.freed_bytes,
+                         &s.leak_count, &s.leak_bytes, &s.peak_count, &s.peak_bytes,
+                         &s.temp_count, &s.temp_bytes, &s.realloc_count, &s.max_live_count,
+                         &s.max_live_bytes, &s.min_size, &s.max_size, &s.same_size_count,
+                         &s.lifetime_ns_sum, &s.max_realloc_chain};
+    for (int i = 0; i < 18; ++i) *fields[i] = q.i64(3 + i);
+    out.push_back(std::move(s));
+    if (filter.top && out.size() >= *filter.top) break;
+  }
+  for (auto& s : out) s.stack = rec.stack(s.stack_id);
+  return out;
+}
+
+Leaks leaks(const Recording& rec, const Filter& filter) {
+  Leaks out;
+  std::string images = detail::imageCondition(rec, filter, "image_id");
+  std::string kindCond = filter.kind ? " AND kind = ?" : "";
+  if (filter.t_from_ns || filter.t_to_ns) {
+    // Every leaked block has its own row (never folded), so the time filter is exact here.
+    std::string sql =
+        "SELECT stack_id, kind, image_id, count(*), sum(size) FROM allocations "
+        "WHERE t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" +
+        images + kindCond + " GROUP BY stack_id, kind, image_id";
+    detail::Statement q(rec, sql.c_str());
+    q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
+    q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
+    if (filter.kind) q.bind(3, *filter.kind);
+    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  } else {
+    std::string sql = "SELECT stack_id, kind, image_id, leak_count, leak_bytes FROM sites "
+                      "WHERE leak_count > 0" + images + kindCond;
+    detail::Statement q(rec, sql.c_str());
+    if (filter.kind) q.bind(1, *filter.kind);
+    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  }
+  for (const auto& s : out.sites) {
+    out.count += s.count;
+    out.bytes += s.bytes;
+  }
+  sortAndCut(out.sites, filter);
+  attachStacks(rec, out.sites);
+  return out;
+}
+
+Peak peak(const Recording& rec, const Filter& filter) {
+  Peak out;
+  auto image = detail::peakImage(rec, filter);
+  if (!image) return out;
+  out.image_id = *image;
+  out.pid = rec.pidOf(*image);
+  int64_t mmapAtPeakImage = 0;
+  {
+    detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns, peak_mmap_bytes FROM processes WHERE id = ?");
+    q.bind(1, *image);
+    if (q.step()) {
+      out.bytes = q.i64(0);
+      out.time_ns = q.i64(1);
+      mmapAtPeakImage = q.i64(2);
+    }
+  }
+  std::string images = detail::imageCondition(rec, filter, "id");
+  // Each kind has its own peak, at its own time, possibly in another process.
+  struct KindColumns {
+    const char* kind;
+    const char* sql;
+  };
+  const KindColumns kinds[] = {
+      {"heap", "SELECT pid, peak_heap_bytes, peak_heap_ns FROM processes WHERE 1"},
+      {"mmap", "SELECT pid, peak_mmap_bytes, peak_mmap_ns FROM processes WHERE 1"}};
+  for (const auto& k : kinds) {
+    std::string sql = std::string(k.sql) + images + " ORDER BY 2 DESC, id LIMIT 1";
+    detail::Statement q(rec, sql.c_str());
+    KindPeak kp;
+    kp.kind = k.kind;
+    if (q.step()) {
+      kp.pid = q.i64(0);
+      kp.bytes = q.i64(1);
+      kp.time_ns = q.i64(2);
+    }
+    out.by_kind.push_back(kp);
+  }
+  {
+    std::string sql = "SELECT coalesce(max(peak_rss), 0) FROM processes WHERE 1" + images;
+    detail::Statement q(rec, sql.c_str());
+    if (q.step()) out.rss_bytes = q.i64(0);
+  }
+  if (out.rss_bytes == 0) {
+    std::string sql = "SELECT coalesce(max(rss_bytes), 0) FROM timeline WHERE 1" +
+                      detail::imageCondition(rec, filter, "image_id");
+    detail::Statement q(rec, sql.c_str());
+    if (q.step()) out.rss_bytes = q.i64(0);
+  }
+  out.gap_bytes = out.rss_bytes - out.bytes;
+  if (out.rss_bytes == 0) {
+    out.gap_explanation = "No RSS was sampled, so the gap between resident memory and the heap is unknown.";
+  } else if (out.gap_bytes < 0) {
+    out.gap_explanation = "RSS (" + formatBytes(out.rss_bytes) + ") stayed below the heap peak (" +
+                          formatBytes(out.bytes) +
+                          "): allocated pages that were never touched are not resident, and RSS is "
+                          "sampled, so a short spike can fall between two samples.";
+  } else {
+    out.gap_explanation =
+        "RSS peaked " + formatBytes(out.gap_bytes) + " above the heap peak: that is program code "
+        "and shared libraries, thread stacks, anonymous mmaps (" + formatBytes(mmapAtPeakImage) +
+        " at their own peak), and memory the allocator keeps after free (free lists, "
+        "fragmentation, per-thread arenas).";
+  }
+
+  std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
+                    "WHERE image_id = ? AND peak_bytes > 0" +
+                    std::string(filter.kind ? " AND kind = ?" : "");
+  detail::Statement q(rec, sql.c_str());
+  q.bind(1, *image);
+  if (filter.kind) q.bind(2, *filter.kind);
+  while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  sortAndCut(out.sites, filter);
+  attachStacks(rec, out.sites);
+  return out;
+}
+
+Totals totals(const Recording& rec, const Filter& filter) {
+  Totals t;
+  std::string sql =
+      "SELECT coalesce(sum(alloc_count),0), coalesce(sum(free_count),0), coalesce(sum(alloc_bytes),0), "
+      "coalesce(sum(freed_bytes),0), coalesce(sum(temp_count),0), coalesce(sum(temp_bytes),0) "
+      "FROM sites WHERE 1" +
+      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "");
+  detail::Statement q(rec, sql.c_str());
+  if (filter.kind) q.bind(1, *filter.kind);
+  if (q.step()) {
+    t.allocations = q.i64(0);
+    t.frees = q.i64(1);
+    t.allocated_bytes = q.i64(2);
+    t.freed_bytes = q.i64(3);
+    t.temporary_count = q.i64(4);
+    t.temporary_bytes = q.i64(5);
+  }
+  return t;
+}
+
+std::vector<SiteAmount> temporaries(const Recording& rec, const Filter& filter) {
+  std::string sql = "SELECT stack_id, kind, image_id, temp_count, temp_bytes FROM sites "
+                    "WHERE temp_count > 0" +
+                    detail::imageCondition(rec, filter, "image_id") +
+                    (filter.kind ? " AND kind = ?" : "");
+  detail::Statement q(rec, sql.c_str());
+  if (filter.kind) q.bind(1, *filter.kind);
+  std::vector<SiteAmount> out;
+  while (q.step()) out.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  sortAndCut(out, filter);
+  attachStacks(rec, out);
+  return out;
+}
+
+}  // namespace memledger::analyzer

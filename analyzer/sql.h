@@ -1,0 +1,67 @@
+// Internal to the analyzer: a small RAII wrapper over prepared statements. Every query failure
+// on an opened recording becomes RecordingError(Corrupt) – a damaged file never crashes a reader.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "analyzer/analyzer.h"
+
+namespace memledger::analyzer::detail {
+
+[[noreturn]] void throwCorrupt(const std::string& path);
+
+class Statement {
+ public:
+  Statement(const Recording& rec, const char* sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, int64_t value);
+  Statement& bind(int index, const std::string& value);
+  Statement& bindNull(int index);
+  // Advances to the next row; false when done. Throws RecordingError on failure.
+  bool step();
+  void reset();
+
+  int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double f64(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool isNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::optional<int64_t> optI64(int col) const {
+    if (isNull(col)) return std::nullopt;
+    return i64(col);
+  }
+  std::string text(int col) const;
+  std::optional<std::string> optText(int col) const {
+    if (isNull(col)) return std::nullopt;
+    return text(col);
+  }
+  const void* blob(int col) const { return sqlite3_column_blob(stmt_, col); }
+  int bytes(int col) const { return sqlite3_column_bytes(stmt_, col); }
+
+ private:
+  const Recording& rec_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Image ids whose pid matches the filter (all images when no pid filter); used as an SQL
+// condition "image_id IN (...)": the list is built from integers only, never from user text.
+std::string imageCondition(const Recording& rec, const Filter& filter, const char* column);
+
+// Whether a site kind passes the filter.
+inline bool kindMatches(const Filter& filter, const std::string& kind) {
+  return !filter.kind || *filter.kind == kind;
+}
+
+// The image the peak questions are about: the meta peak image, or (with a pid filter) the image
+// of that pid with the largest heap peak. nullopt when the recording has no processes.
+std::optional<int64_t> peakImage(const Recording& rec, const Filter& filter);
+
+// Innermost frame with a known function (the one a message should name), or nullptr.
+const Frame* namedFrame(const Stack& stack);
+
+}  // namespace memledger::analyzer::detail
