@@ -20,6 +20,9 @@ PACKAGES=(
 if [[ "${MEMLEDGER_DEPS_GUI:-1}" == 1 ]]; then
   PACKAGES+=(qt6-base-dev qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libqt6opengl6-dev libxkbcommon-dev xvfb xauth)
 fi
+if [[ "${MEMLEDGER_DEPS_BENCH:-0}" == 1 ]]; then
+  PACKAGES+=(python3-torch)   # bench/ torch_mlp workload (~600 MB, so only on request)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
