@@ -1,0 +1,138 @@
+// The analyzer's questions on samples with known answers: the exact peak and phases
+// (three_phases), temporaries (temp_storm), realloc growth (realloc_growth), fragmentation
+// (fragmenting) and the README demo (demo_leaky_peaky).
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "site_expect.h"
+
+using namespace memledger::test;
+
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+// Whatever the runtime holds besides the sample's own blocks stays below this.
+constexpr int64_t kBaselineSlack = 64 * 1024;
+
+int64_t sumBytes(const json& sites) {
+  int64_t sum = 0;
+  for (const auto& s : sites) sum += s["bytes"].get<int64_t>();
+  return sum;
+}
+
+std::vector<json> suggestionsNaming(const json& report, const std::string& function) {
+  std::vector<json> found;
+  for (const auto& s : report["suggestions"])
+    if (s["message"].get<std::string>().find(function) != std::string::npos) found.push_back(s);
+  return found;
+}
+
+}  // namespace
+
+TEST(ThreePhases, PeakIsExactlyThreeHundredMiBAtTheRampSite) {
+  const Recorded& rec = recordSampleUnchanged("three_phases");
+  ASSERT_EQ(rec.program.status, 0);
+  const json& report = reportOnce(rec);
+  const json& peak = report["peak"];
+  // 300 blocks of 1 MiB from ramp are live at the peak, nothing else of the sample's.
+  EXPECT_TRUE(hasOneSite(peak["sites"], "ramp", 300, 300 * kMiB, "malloc"));
+  int64_t bytes = peak["bytes"].get<int64_t>();
+  EXPECT_GE(bytes, 300 * kMiB);
+  EXPECT_LT(bytes, 300 * kMiB + kBaselineSlack);
+  // The live set at the peak adds up to the peak itself.
+  EXPECT_EQ(sumBytes(peak["sites"]), bytes) << describeSites(peak["sites"]);
+}
+
+TEST(ThreePhases, TimelineSplitsIntoThreePhasesWithThePeakInTheSecond) {
+  const json& report = reportOnce(recordSampleUnchanged("three_phases"));
+  const json& phases = report["phases"];
+  ASSERT_EQ(phases.size(), 3u) << phases.dump(1);
+  const int64_t expected[3] = {100 * kMiB, 300 * kMiB, 50 * kMiB};
+  for (size_t i = 0; i < 3; i++) {
+    int64_t p = phases[i]["peak_bytes"].get<int64_t>();
+    EXPECT_GE(p, expected[i]) << "phase " << i + 1;
+    EXPECT_LT(p, expected[i] + kBaselineSlack) << "phase " << i + 1;
+    EXPECT_LE(phases[i]["start_ns"].get<int64_t>(), phases[i]["end_ns"].get<int64_t>());
+    if (i) {
+      EXPECT_LE(phases[i - 1]["end_ns"].get<int64_t>(), phases[i]["start_ns"].get<int64_t>());
+    }
+  }
+  EXPECT_EQ(phases[1]["peak_bytes"], report["peak"]["bytes"]);
+  int64_t t = report["peak"]["time_ns"].get<int64_t>();
+  EXPECT_GE(t, phases[1]["start_ns"].get<int64_t>());
+  EXPECT_LE(t, phases[1]["end_ns"].get<int64_t>());
+  // Everything was freed: no leak at the ramp.
+  EXPECT_TRUE(hasNoSite(report["leaks"]["sites"], "ramp"));
+}
+
+TEST(TempStorm, EveryPairIsATemporaryAndThePoolIsSuggested) {
+  const Recorded& rec = recordSampleUnchanged("temp_storm");
+  EXPECT_EQ(rec.program.status, 0);
+  const json& report = reportOnce(rec);
+  EXPECT_GE(report["totals"]["allocations"].get<int64_t>(), 1000000);
+  EXPECT_GE(report["totals"]["frees"].get<int64_t>(), 1000000);
+  EXPECT_GE(report["totals"]["temporary"]["count"].get<int64_t>(), 1000000);
+  EXPECT_GE(report["totals"]["temporary"]["bytes"].get<int64_t>(), 48000000);
+  // Each block is freed before anything else is allocated: all 1,000,000 at storm's site.
+  ASSERT_TRUE(report.contains("temporaries")) << "report has no per-site temporaries";
+  EXPECT_TRUE(hasOneSite(report["temporaries"], "storm", 1000000, 48000000, "malloc"));
+  EXPECT_TRUE(hasNoSite(report["leaks"]["sites"], "storm"));
+
+  auto named = suggestionsNaming(report, "storm");
+  ASSERT_FALSE(named.empty()) << report["suggestions"].dump(1);
+  bool withStack = false;
+  for (const auto& s : named) withStack = withStack || stackHas(s["stack"], "storm");
+  EXPECT_TRUE(withStack) << json(named).dump(1);
+}
+
+TEST(ReallocGrowth, GrowingByReallocSuggestsReservingCapacity) {
+  const Recorded& rec = recordSampleUnchanged("realloc_growth");
+  EXPECT_EQ(rec.program.status, 0);
+  EXPECT_EQ(rec.program.out, "realloc_growth: grew to 160000 bytes\n");
+  const json& report = reportOnce(rec);
+  EXPECT_TRUE(hasNoSite(report["leaks"]["sites"], "grow_buffer"));
+  EXPECT_GE(report["totals"]["allocations"].get<int64_t>(), 10000);
+  auto named = suggestionsNaming(report, "grow_buffer");
+  ASSERT_EQ(named.size(), 1u) << report["suggestions"].dump(1);
+  EXPECT_EQ(named[0]["kind"], "reserve_capacity") << named[0].dump(1);
+  EXPECT_TRUE(stackHas(named[0]["stack"], "grow_buffer")) << named[0].dump(1);
+  EXPECT_FALSE(named[0]["evidence"].empty()) << named[0].dump(1);
+}
+
+TEST(Fragmenting, HolesLeftByFreedSmallBlocksShowAsFragmentation) {
+  const Recorded& rec = recordSampleUnchanged("fragmenting");
+  EXPECT_EQ(rec.program.status, 0);
+  const json& report = reportOnce(rec);
+  // Live at the end (and at the peak): 100,000 x 1000 + 100,000 x 3000 + the two pointer tables.
+  const json& sites = report["leaks"]["sites"];
+  EXPECT_TRUE(hasOneSite(sites, "allocate_small", 100000, 100000000, "malloc"));
+  EXPECT_TRUE(hasOneSite(sites, "allocate_large", 100000, 300000000, "malloc"));
+  const int64_t live = 100000000 + 300000000 + 200000 * 8 + 100000 * 8;
+  int64_t peak = report["peak"]["bytes"].get<int64_t>();
+  EXPECT_GE(peak, live);
+  EXPECT_LT(peak, live + kBaselineSlack);
+  const json& frag = report["fragmentation"];
+  ASSERT_TRUE(frag["peak_ratio"].is_number()) << frag.dump().substr(0, 400);
+  double ratio = frag["peak_ratio"].get<double>();
+  EXPECT_GE(ratio, 0.1);
+  EXPECT_LE(ratio, 0.6);
+  EXPECT_FALSE(frag["series"].empty());
+}
+
+TEST(DemoLeakyPeaky, LeaksPeakAndMarkedPhases) {
+  const Recorded& rec = recordSampleUnchanged("demo_leaky_peaky");
+  EXPECT_EQ(rec.program.status, 0);
+  const json& report = reportOnce(rec);
+  EXPECT_TRUE(hasOneSite(report["leaks"]["sites"], "load_config", 3, 3 * 256, "malloc"));
+  EXPECT_TRUE(hasOneSite(report["leaks"]["sites"], "fill_cache", 20, 20 * 1024, "malloc"));
+  EXPECT_TRUE(hasOneSite(report["peak"]["sites"], "build_index", 64, 64 * kMiB, "malloc"));
+  int64_t peak = report["peak"]["bytes"].get<int64_t>();
+  EXPECT_GE(peak, 64 * kMiB + 3 * 256);
+  EXPECT_LT(peak, 64 * kMiB + kBaselineSlack);
+  const json& phases = report["phases"];
+  ASSERT_EQ(phases.size(), 3u) << phases.dump(1);
+  EXPECT_EQ(phases[0]["name"], "load");
+  EXPECT_EQ(phases[1]["name"], "index");
+  EXPECT_EQ(phases[2]["name"], "serve");
+  EXPECT_EQ(phases[1]["peak_bytes"], report["peak"]["bytes"]);
+}
