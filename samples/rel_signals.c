@@ -112,12 +112,14 @@ static void die(const char* how) {
 
 static volatile sig_atomic_t g_interrupted;
 
+/* Prints once: a terminal's Ctrl-C and a recorder forwarding it may both deliver one. */
 static void on_sigint(int sig) {
   (void)sig;
+  if (g_interrupted) return;
+  g_interrupted = 1;
   static const char msg[] = "got SIGINT\n";
   ssize_t ignored = write(1, msg, sizeof msg - 1);
   (void)ignored;
-  g_interrupted = 1;
 }
 
 __attribute__((noinline)) static void after_sigint_leak(size_t size) {

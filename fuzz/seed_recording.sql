@@ -1,0 +1,30 @@
+-- A small, coherent synthetic recording for the fuzzer's seed corpus (scripts/fuzz.sh applies
+-- schemas/memledger.sql first, then this). Two images (a parent and its fork child), three stacks,
+-- leaks, a peak, phases and a timeline: mutations of it reach every query of the analyzer.
+INSERT INTO meta VALUES ('schema_version', '1'), ('memledger_version', '0.1.0'),
+  ('command', 'seed --demo'), ('start_wall', '2026-11-30T02:00:00Z'), ('start_monotonic_ns', '1000'),
+  ('duration_ns', '5000000'), ('wait_ns', '0'), ('lost_records', '0'), ('fold_threshold_ns', '1000000'),
+  ('complete', '1'), ('bucket_ns', '1000000'), ('peak_image', '1');
+INSERT INTO processes (id, pid, ppid, parent_id, command, exe, start_ns, end_ns, ended_by, exit_code, signal,
+  forked, wait_ns, peak_rss, peak_heap_bytes, peak_heap_ns, peak_mmap_bytes, peak_mmap_ns, unknown_frees) VALUES
+  (1, 100, 1, NULL, 'seed --demo', '/usr/bin/seed', 0, 5000000, 'exit', 0, NULL, 0, 0, 4096000, 9000, 2500000, 8192, 3000000, 0),
+  (2, 101, 100, 1, 'seed --demo', '/usr/bin/seed', 1000000, 4000000, 'signal', NULL, 11, 1, 0, 2048000, 300, 1500000, 0, 0, 2);
+INSERT INTO modules VALUES (1, 1, '/usr/bin/seed', 'abcdef', 4194304, 4194304, 4300000, 0, NULL),
+  (2, 1, '/usr/lib/libplugin.so', NULL, 140000000000, 140000000000, 140000100000, 100, 4000000);
+INSERT INTO ips VALUES (1, 1, 4195000, 1), (2, 1, 4196000, 1), (3, 1, 140000000500, 2), (4, 2, 4195000, NULL);
+INSERT INTO frames VALUES (1, 0, 'leaky(int)', 'seed.cpp', 12), (1, 1, 'outer', 'seed.cpp', 30),
+  (2, 0, 'main', 'seed.cpp', 50), (3, 0, NULL, NULL, NULL);
+INSERT INTO stacks VALUES (1, 1, X'0100000002000000'), (2, 1, X'0300000002000000'), (3, 2, X'04000000');
+INSERT INTO sites VALUES
+  (1, 'malloc', 1, 10, 9000, 7, 6300, 3, 2700, 10, 9000, 2, 1800, 1, 10, 9000, 900, 900, 9, 7000000, 2),
+  (2, 'mmap', 1, 2, 8192, 1, 4096, 1, 4096, 2, 8192, 0, 0, 0, 2, 8192, 4096, 4096, 2, 100000, 0),
+  (3, 'new', 2, 3, 300, 0, 0, 3, 300, 3, 300, 0, 0, 0, 3, 300, 100, 100, 3, 0, 0);
+INSERT INTO allocations VALUES (1, 1, 100, 'malloc', 'malloc', 65536, 900, 1, 1000000, NULL, NULL),
+  (2, 1, 100, 'malloc', 'realloc', 66536, 900, 1, 1500000, 2600000, 1),
+  (3, 1, 100, 'mmap', 'mmap', 1048576, 4096, 2, 2000000, NULL, NULL),
+  (4, 2, 101, 'new', 'new', 70000, 100, 3, 1600000, NULL, NULL);
+INSERT INTO timeline VALUES (1, 0, 900, 900, 0, 0, 1000000, 900000, 1, 0, 900),
+  (1, 1000000, 5400, 9000, 900, 4096, 3000000, 2000000, 6, 1, 5400),
+  (1, 2000000, 2700, 5400, 2700, 8192, NULL, NULL, 3, 5, 2700),
+  (2, 1000000, 300, 300, 0, 0, 2048000, 1024000, 3, 0, 300);
+INSERT INTO markers VALUES (1, 500000, 'load'), (1, 2500000, 'compute'), (2, 1200000, 'child');

@@ -1,0 +1,94 @@
+// Signals under recording (samples/rel_signals.c): a handler that allocates, deaths by SIGSEGV,
+// SIGABRT and SIGKILL (everything allocated before dying is kept, the death is recorded, record
+// exits 128+N), and Ctrl-C delivered the way a terminal does and to the recorder alone.
+#include <gtest/gtest.h>
+
+#include "reliability_support.h"
+
+namespace {
+
+using namespace memledger::reltest;
+using memledger::test::memledgerBinary;
+using memledger::test::record;
+using memledger::test::reportJson;
+
+const std::string kSignals = relSample("rel_signals");
+
+TEST(ReliabilitySignals, HandlerThatAllocatesIsCounted) {
+  constexpr int64_t n = 500;
+  memledger::test::RunOptions options;
+  options.timeoutSeconds = 60;
+  auto rec = record(kSignals, {"usr1", std::to_string(n)}, options);
+  EXPECT_EQ(rec.program.status, 0) << rec.program.out << rec.program.err;
+  EXPECT_EQ(rec.program.out, "usr1 handled 500\n");
+
+  json report = reportJson(rec.db);
+  // Each handler run allocates once, often while the main thread is inside a hook.
+  EXPECT_EQ(leaksAt(report, "handler_leak"), (Amount{n, n * 40, 1})) << leakDump(report);
+}
+
+struct Death {
+  const char* mode;
+  int signal;
+  int64_t size;
+};
+
+class ReliabilityDeath : public ::testing::TestWithParam<Death> {};
+
+TEST_P(ReliabilityDeath, EverythingBeforeDeathIsKept) {
+  const Death d = GetParam();
+  auto rec = record(kSignals, {d.mode, std::to_string(d.size)});
+  EXPECT_EQ(rec.program.status, 128 + d.signal) << rec.program.err;
+  // memledger itself is not the one that died: it reports the death as a status.
+  EXPECT_FALSE(rec.program.signaled);
+  EXPECT_EQ(rec.program.out, "about to die\n");
+
+  auto ims = images(rec.db);
+  ASSERT_EQ(ims.size(), 1u) << describe(ims);
+  EXPECT_EQ(ims[0].endedBy, "signal") << describe(ims);
+  EXPECT_EQ(ims[0].signal, d.signal) << describe(ims);
+  EXPECT_FALSE(ims[0].exitCode.has_value()) << describe(ims);
+
+  json report = reportJson(rec.db);
+  EXPECT_EQ(leaksAt(report, "doomed_leak"), (Amount{3, 3 * d.size, 1})) << leakDump(report);
+  ASSERT_EQ(report["processes"].size(), 1u);
+  EXPECT_EQ(report["processes"][0]["signal"], d.signal);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ReliabilityDeath,
+                         ::testing::Values(Death{"segv", SIGSEGV, 7001}, Death{"abort", SIGABRT, 7002},
+                                           Death{"kill9", SIGKILL, 7003}),
+                         [](const auto& info) { return std::string(info.param.mode); });
+
+// Ctrl-C: `toGroup` sends SIGINT to the whole process group as a terminal does; otherwise only
+// the recorder gets it and must forward it to the program.
+void interrupt(bool toGroup) {
+  constexpr int64_t size = 5150;
+  memledger::test::TempDir tmp;
+  std::string db = tmp.file("x.db");
+  Spawned rec({memledgerBinary(), "record", "-o", db, "--", kSignals, "sigint", std::to_string(size)});
+  ASSERT_TRUE(rec.waitForOutput("ready\n", 30)) << rec.out() << rec.err();
+  if (toGroup)
+    kill(-rec.pid(), SIGINT);
+  else
+    kill(rec.pid(), SIGINT);
+  RunResult r = rec.finish(30);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_FALSE(r.signaled) << "memledger record died of signal " << r.signal;
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_EQ(r.out, "ready\ngot SIGINT\nbye\n");
+
+  // The recording was finished normally, not cut off.
+  EXPECT_EQ(meta(db, "complete"), "1");
+  auto ims = images(db);
+  ASSERT_EQ(ims.size(), 1u) << describe(ims);
+  EXPECT_EQ(ims[0].exitCode, 130) << describe(ims);
+  json report = reportJson(db);
+  EXPECT_EQ(leaksAt(report, "after_sigint_leak"), (Amount{1, size, 1})) << leakDump(report);
+}
+
+TEST(ReliabilitySignals, CtrlCToTheProcessGroup) { interrupt(true); }
+
+TEST(ReliabilitySignals, SigintToTheRecorderIsForwarded) { interrupt(false); }
+
+}  // namespace
