@@ -88,11 +88,37 @@ static_assert(static_cast<int>(RecordType::Count) == 12, "append new record type
 inline constexpr size_t kContinuationBytes = sizeof(Record) - sizeof(uint32_t);
 inline constexpr size_t kFramesPerContinuation = kContinuationBytes / sizeof(uint64_t);  // 5
 
+// Continuation stamping (refined, compatible with v1: no layout change). A continuation slot at
+// ring index i is stamped ~(i + 1) instead of i + 1, so a reader can tell an orphan continuation
+// (its head slot was reserved but never published: a thread killed mid-write) from a record head
+// and skip it. ~(i + 1) never equals a stamp the same slot carried on an earlier lap: a head
+// stamp i + 1 - k*capacity would need 2i = 2^32 - 3 + k*capacity (mod 2^32), odd = even, and a
+// continuation stamp ~(i + 1 - k*capacity) differs because capacity < 2^32.
+// Record Alloc/Free/Unmap: aux = Op. Free and Unmap leave c = 0. Module text = path; the main
+// program's path is /proc/self/exe's target. An Alloc with op Mremap follows the Unmap of the old
+// range even when that range was not anonymous: pair it only when the old range was known.
+inline constexpr uint32_t headStamp(uint64_t index) { return static_cast<uint32_t>(index + 1); }
+inline constexpr uint32_t continuationStamp(uint64_t index) {
+  return ~static_cast<uint32_t>(index + 1);
+}
+
+// Which slots follow a record head: Stack → frames (aux), Module/Marker → text bytes (aux).
+inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux);
+
 inline constexpr uint32_t continuationSlotsForFrames(uint32_t frames) {
   return (frames + kFramesPerContinuation - 1) / kFramesPerContinuation;
 }
 inline constexpr uint32_t continuationSlotsForText(uint32_t bytes) {
   return static_cast<uint32_t>((bytes + kContinuationBytes - 1) / kContinuationBytes);
+}
+
+inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
+  switch (type) {
+    case RecordType::Stack: return continuationSlotsForFrames(aux);
+    case RecordType::Module:
+    case RecordType::Marker: return continuationSlotsForText(aux);
+    default: return 0;
+  }
 }
 
 struct alignas(64) RingHeader {

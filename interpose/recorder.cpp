@@ -1,0 +1,208 @@
+// What goes into the ring: stacks (captured with libunwind, sent once per thread and ring) and
+// the records the hooks make. Every function here runs inside enter()/leave().
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "ring_writer.h"
+
+namespace memledger::preload {
+
+// The hashes of the stacks one thread already sent on the current ring: an open-addressed set
+// in memory mapped with the raw syscall (never the heap being observed). Full → cleared (the
+// stacks are simply sent again; the recorder dedups by hash).
+struct StackCache {
+  static constexpr uint32_t kSlots = 4096 - 2;  // the struct fills 8 pages
+  uint32_t gen;
+  uint32_t count;
+  uint64_t last;
+  uint64_t slots[kSlots];
+};
+
+namespace {
+
+// ---- the unwinder, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
+using UnwBacktrace = int (*)(void**, int);
+enum : int { kUnwUntried = 0, kUnwLoading = 1, kUnwReady = 2, kUnwFailed = 3 };
+std::atomic<int> g_unwState{kUnwUntried};
+UnwBacktrace g_unwBacktrace = nullptr;
+constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD
+
+bool loadUnwinder() {
+  int state = g_unwState.load(std::memory_order_acquire);
+  if (ML_LIKELY(state == kUnwReady)) return true;
+  if (state != kUnwUntried) return false;  // failed, or another thread is loading it right now
+  int expected = kUnwUntried;
+  if (!g_unwState.compare_exchange_strong(expected, kUnwLoading)) return false;
+  void* h = R.dlopen ? R.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : nullptr;
+  void* fn = h ? dlsym(h, "unw_backtrace") : nullptr;
+  if (!fn) {
+    writeStderr("memledger: cannot load libunwind.so.8, recording without stacks\n");
+    g_unwState.store(kUnwFailed, std::memory_order_release);
+    return false;
+  }
+  // Per-thread caches: the global one takes a lock with signals blocked on every walk.
+  auto setPolicy = reinterpret_cast<int (*)(void*, int)>(dlsym(h, "_ULx86_64_set_caching_policy"));
+  auto* space = static_cast<void**>(dlsym(h, "_ULx86_64_local_addr_space"));
+  if (setPolicy && space) setPolicy(*space, kUnwCachePerThread);
+  g_unwBacktrace = reinterpret_cast<UnwBacktrace>(fn);
+  g_unwState.store(kUnwReady, std::memory_order_release);
+  return true;
+}
+
+// Innermost first; frames inside this library (the hook, the capture) dropped.
+int captureStack(uint64_t* out) {
+  if (!loadUnwinder()) return 0;
+  constexpr int kSkipRoom = 16;
+  void* raw[wire::kMaxFrames + kSkipRoom];
+  int n = g_unwBacktrace(raw, wire::kMaxFrames + kSkipRoom);
+  int first = 0;
+  while (first < n && inSelf(reinterpret_cast<uint64_t>(raw[first]))) ++first;
+  int count = n - first;
+  if (count > wire::kMaxFrames) count = wire::kMaxFrames;
+  for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(raw[first + i]);
+  return count;
+}
+
+// ---- per-thread stack caches, recycled through a free list when threads exit
+std::atomic<bool> g_cacheLock{false};
+StackCache* g_freeCaches = nullptr;  // linked through slots[0] while free
+pthread_key_t g_cacheKey;
+std::atomic<int> g_cacheKeyState{0};  // 0 none, 1 creating, 2 ready
+
+void lockCaches() {
+  while (g_cacheLock.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+}
+void unlockCaches() { g_cacheLock.store(false, std::memory_order_release); }
+
+void releaseCache(void* p) {
+  auto* c = static_cast<StackCache*>(p);
+  if (t_state.cache == c) t_state.cache = nullptr;
+  lockCaches();
+  c->slots[0] = reinterpret_cast<uint64_t>(g_freeCaches);
+  g_freeCaches = c;
+  unlockCaches();
+}
+
+StackCache* acquireCache() {
+  lockCaches();
+  StackCache* c = g_freeCaches;
+  if (c) g_freeCaches = reinterpret_cast<StackCache*>(c->slots[0]);
+  unlockCaches();
+  if (c) {
+    c->gen = 0;  // forces a clear below
+  } else {
+    void* m = rawMmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    c = static_cast<StackCache*>(m);
+  }
+  int expected = 0;
+  if (g_cacheKeyState.compare_exchange_strong(expected, 1)) {
+    pthread_key_create(&g_cacheKey, &releaseCache);
+    g_cacheKeyState.store(2, std::memory_order_release);
+  }
+  // The key's destructor hands the table back when the thread exits; a thread allocating in a
+  // later TLS destructor gets a table again and the destructor runs once more.
+  if (g_cacheKeyState.load(std::memory_order_acquire) == 2) pthread_setspecific(g_cacheKey, c);
+  return c;
+}
+
+// True when `hash` was not sent by this thread on the current ring yet (and marks it sent).
+bool firstSight(uint64_t hash) {
+  StackCache* c = t_state.cache;
+  if (ML_UNLIKELY(!c)) {
+    c = t_state.cache = acquireCache();
+    if (!c) return true;
+  }
+  uint32_t gen = g_ringGen.load(std::memory_order_relaxed);
+  if (ML_UNLIKELY(c->gen != gen || c->count >= StackCache::kSlots * 3 / 4)) {
+    std::memset(c->slots, 0, sizeof(c->slots));
+    c->count = 0;
+    c->last = 0;
+    c->gen = gen;
+  }
+  if (c->last == hash) return false;
+  c->last = hash;
+  uint32_t i = static_cast<uint32_t>(hash ^ (hash >> 29)) % StackCache::kSlots;
+  for (;;) {
+    if (c->slots[i] == hash) return false;
+    if (c->slots[i] == 0) {
+      c->slots[i] = hash;
+      ++c->count;
+      return true;
+    }
+    if (++i == StackCache::kSlots) i = 0;
+  }
+}
+
+uint16_t opAux(wire::Op op) { return static_cast<uint16_t>(op); }
+
+}  // namespace
+
+void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) {
+  wire::RingHeader* h = g_active.load(std::memory_order_acquire);
+  if (!h) return;
+  uint64_t ips[wire::kMaxFrames];
+  int n = captureStack(ips);
+  uint64_t hash = n > 0 ? wire::hashFrames(ips, n) : 0;
+  bool sendStack = n > 0 && firstSight(hash);
+  // Module records for code the stack runs in go before the Stack record that needs them.
+  if (sendStack) modulesEnsureCover(ips, n);
+  uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(n)) : 0;
+  uint32_t slots = (sendStack ? 1 + conts : 0) + 1;
+  uint64_t i;
+  if (!ring::reserve(h, slots, &i)) return;
+  if (sendStack) {
+    ring::writeContinuations(h, i + 1, ips, static_cast<size_t>(n) * sizeof(uint64_t));
+    ring::write(h, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(n), hash, 0, 0);
+    i += 1 + conts;
+  }
+  ring::write(h, i, wire::RecordType::Alloc, kind, opAux(op), reinterpret_cast<uint64_t>(p), size,
+              hash);
+}
+
+Reservation reserveRelease() {
+  Reservation r;
+  wire::RingHeader* h = g_active.load(std::memory_order_acquire);
+  if (h && ring::reserve(h, 1, &r.index)) r.ring = h;
+  return r;
+}
+
+void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
+                    wire::Op op) {
+  if (!r.ring) return;
+  auto type = kind == wire::AllocKind::Mmap ? wire::RecordType::Unmap : wire::RecordType::Free;
+  ring::write(r.ring, r.index, type, kind, opAux(op), reinterpret_cast<uint64_t>(p), length, 0);
+}
+
+void publishNop(const Reservation& r) {
+  if (!r.ring) return;
+  ring::write(r.ring, r.index, wire::RecordType::Nop, wire::AllocKind::Malloc, 0, 0, 0, 0);
+}
+
+void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux) {
+  wire::RingHeader* h = g_active.load(std::memory_order_acquire);
+  uint64_t i;
+  if (!h || !ring::reserve(h, 1, &i)) return;
+  ring::write(h, i, type, wire::AllocKind::Malloc, aux, a, b, c);
+}
+
+void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const char* text,
+                size_t len) {
+  wire::RingHeader* h = g_active.load(std::memory_order_acquire);
+  if (!h) return;
+  if (len > kMaxText) len = kMaxText;
+  uint32_t conts = wire::continuationSlotsForText(static_cast<uint32_t>(len));
+  uint64_t i;
+  if (!ring::reserve(h, 1 + conts, &i)) return;
+  ring::writeContinuations(h, i + 1, text, len);
+  ring::write(h, i, type, wire::AllocKind::Malloc, static_cast<uint16_t>(len), a, b, c);
+}
+
+// A fork child inherits the forking thread's table: the generation bump clears it on next use.
+// The free list's lock may have been held by a thread that does not exist in the child.
+void resetCachesAfterFork() { g_cacheLock.store(false, std::memory_order_relaxed); }
+
+}  // namespace memledger::preload

@@ -1,0 +1,53 @@
+// Writing side of the ring (wire.h): reserve n consecutive slots, fill, publish each slot.
+#pragma once
+
+#include <cstring>
+
+#include "runtime.h"
+
+namespace memledger::preload::ring {
+
+// Reserves n consecutive slots (one fetch_add on head) and waits until all of them are free.
+// Returns false when the ring is (or just became) detached: the slots are then abandoned.
+bool reserve(wire::RingHeader* h, uint32_t n, uint64_t* start);
+
+inline wire::Record& slot(wire::RingHeader* h, uint64_t index) {
+  return wire::ringRecords(h)[index & (h->capacity - 1)];
+}
+
+// Fills every field but the stamp, then publishes: the release store orders the fields before
+// the stamp for the reader's acquire load.
+inline void write(wire::RingHeader* h, uint64_t index, wire::RecordType type, wire::AllocKind kind,
+                  uint16_t aux, uint64_t a, uint64_t b, uint64_t c) {
+  wire::Record& r = slot(h, index);
+  r.type = type;
+  r.kind = kind;
+  r.aux = aux;
+  r.tid = currentTid();
+  r.reserved = 0;
+  r.ts = nowNs();
+  r.a = a;
+  r.b = b;
+  r.c = c;
+  r.seq.store(static_cast<uint32_t>(index + 1), std::memory_order_release);
+}
+
+// Continuation slots: 44 payload bytes after the stamp, stamped with wire::continuationStamp.
+inline void writeContinuations(wire::RingHeader* h, uint64_t first, const void* bytes, size_t len) {
+  const char* src = static_cast<const char*>(bytes);
+  for (uint64_t i = first; len > 0; ++i) {
+    wire::Record& r = slot(h, i);
+    size_t n = len < wire::kContinuationBytes ? len : wire::kContinuationBytes;
+    char* payload = reinterpret_cast<char*>(&r) + sizeof(uint32_t);
+    std::memcpy(payload, src, n);
+    if (n < wire::kContinuationBytes) std::memset(payload + n, 0, wire::kContinuationBytes - n);
+    r.seq.store(wire::continuationStamp(i), std::memory_order_release);
+    src += n;
+    len -= n;
+  }
+}
+
+// Sets `detached`, prints the one stderr line, stops recording in this process image.
+void detach(wire::RingHeader* h);
+
+}  // namespace memledger::preload::ring

@@ -1,0 +1,149 @@
+// Internal state of libmemledger_preload.so shared by the hook files. Nothing here is exported:
+// the target builds with -fvisibility=hidden and only ML_EXPORT symbols (the hooks and the C API)
+// are visible to the program.
+//
+// Layers (memray's split): hooks_*.cpp (forwarding, one recipe each) → recorder.cpp (what to
+// record: stacks, modules) → ring_writer.cpp (how a record goes into the ring) → the shared
+// memfd ring (the sink, read by the recorder process).
+#pragma once
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "wire.h"
+
+#define ML_EXPORT extern "C" __attribute__((visibility("default")))
+#define ML_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ML_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace memledger::preload {
+
+// The real functions, resolved once with dlsym(RTLD_NEXT) during bootstrap(). A null entry means
+// "not resolved yet" (only while bootstrap runs): callers fall back (boot heap, raw syscalls).
+struct Reals {
+  void* (*malloc)(size_t);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  void* (*reallocarray)(void*, size_t, size_t);
+  void (*free)(void*);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  void* (*mmap64)(void*, size_t, int, int, int, off64_t);
+  int (*munmap)(void*, size_t);
+  void* (*mremap)(void*, size_t, size_t, int, ...);
+  void* (*dlopen)(const char*, int);
+  int (*dlclose)(void*);
+  void (*exit)(int) __attribute__((noreturn));
+  void (*_exit)(int) __attribute__((noreturn));
+  void (*_Exit)(int) __attribute__((noreturn));
+  pid_t (*wait)(int*);
+  pid_t (*waitpid)(pid_t, int*, int);
+  pid_t (*wait4)(pid_t, int*, int, struct rusage*);
+  int (*waitid)(idtype_t, id_t, siginfo_t*, int);
+  pid_t (*fork)();
+  pid_t (*_Fork)();
+  // libstdc++'s operators, used only when an allocation failed: they run the new_handler loop
+  // and throw std::bad_alloc, which this library (built without exceptions) cannot do itself.
+  void* (*opNew)(size_t);
+  void* (*opNewArray)(size_t);
+  void* (*opNewAligned)(size_t, size_t);
+  void* (*opNewArrayAligned)(size_t, size_t);
+  void* (*opNewNothrow)(size_t, const std::nothrow_t&);
+  void* (*opNewArrayNothrow)(size_t, const std::nothrow_t&);
+  void* (*opNewAlignedNothrow)(size_t, size_t, const std::nothrow_t&);
+  void* (*opNewArrayAlignedNothrow)(size_t, size_t, const std::nothrow_t&);
+};
+extern Reals R;
+
+// Per-thread state. `__thread` on a POD (no TLS wrapper function) with the initial-exec model
+// (set for the whole target): an access is one %fs-relative load, never __tls_get_addr.
+struct StackCache;
+struct ThreadState {
+  uint32_t busy;     // recursion guard: inside a hook (or bootstrap); nested calls pass through
+  uint32_t tid;      // gettid() cache, 0 = not fetched (reset in a fork child)
+  uint32_t inFork;   // fork() in progress on this thread: the next hook checks whether it is the child
+  StackCache* cache; // hashes of the stacks this thread already sent on the current ring
+};
+extern __thread ThreadState t_state;
+
+// The ring this process image writes to; null when not recording (no MEMLEDGER_DIR, no
+// recorder, detached, or a fork child that has not registered). The mapping itself outlives a
+// detach so writers that already hold a reservation finish safely.
+extern std::atomic<wire::RingHeader*> g_active;
+extern std::atomic<uint32_t> g_ringGen;  // bumped for every new ring (fork child): caches reset
+
+void bootstrap();        // resolves R and starts recording; idempotent, safe to call from any hook
+extern std::atomic<int> g_bootState;  // 2 once bootstrap finished
+inline bool bootstrapped() { return g_bootState.load(std::memory_order_acquire) == 2; }
+void forkCheck();        // t_state.inFork was set: if this is a fork child, switch rings
+void childAfterFork();   // stop writing the parent's ring, register a ring of our own
+
+// Entering a hook: true when this call should be recorded (guard taken, leave() must follow).
+inline bool enter() {
+  if (ML_UNLIKELY(!bootstrapped())) bootstrap();
+  if (t_state.busy) return false;
+  if (ML_UNLIKELY(t_state.inFork)) forkCheck();
+  if (!g_active.load(std::memory_order_acquire)) return false;
+  t_state.busy = 1;
+  return true;
+}
+inline void leave() { t_state.busy = 0; }
+
+// Raw system calls for the library's own memory: never through the program's (hooked) mmap.
+void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+int rawMunmap(void* addr, size_t len);
+uint32_t currentTid();
+uint64_t nowNs();
+void writeStderr(const char* msg);  // one line, write(2), no stdio
+
+// A small bump heap for allocations made while the real allocator is not resolved yet (dlsym
+// calls calloc). Pointers from it are never freed.
+void* bootAlloc(size_t size, size_t align);
+bool isBootPointer(const void* p);
+
+// Record helpers (recorder.cpp). All of them are called inside enter()/leave().
+struct Reservation {
+  wire::RingHeader* ring = nullptr;  // null: nothing reserved (not recording / detached)
+  uint64_t index = 0;
+};
+// Allocations reserve their slots after the real call returned; frees and unmaps reserve one
+// slot before the real call and publish after it (a Nop when the call failed). With that order an
+// address is never seen allocated again before it was seen freed (wire.h). realloc and mremap
+// are a release (reserved before) followed by an allocation (reserved after): reserving the
+// allocation's slot before the call too would let another thread's free of the address the
+// call returns land after it.
+void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op);
+Reservation reserveRelease();
+void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
+                    wire::Op op);  // Free, or Unmap for kind Mmap
+void publishNop(const Reservation& r);
+void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux);
+// A record with text in continuation slots (Module: path, Marker: name); text is truncated to
+// kMaxText bytes.
+inline constexpr size_t kMaxText = 4096;
+void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const char* text,
+                size_t len);
+
+// Modules (modules.cpp): the loaded objects, as Module/ModuleGone records.
+void modulesInit(const char* exePath);
+void modulesRescan();                         // diff against dl_iterate_phdr, emit changes
+void modulesEnsureCover(const uint64_t* ips, int n);  // rescan when a frame is in no known module
+void modulesResetAfterFork();
+void resetCachesAfterFork();
+extern std::atomic<uint32_t> g_dlopenCount;   // bumped by the dlopen hook: rescan at next new stack
+
+// The preload library's own text range: leading frames inside it are dropped from stacks.
+bool inSelf(uint64_t ip);
+
+}  // namespace memledger::preload
