@@ -1,0 +1,296 @@
+#include "db_writer.h"
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "schema_sql.h"
+
+namespace memledger::recorder {
+
+namespace {
+constexpr uint64_t kCommitEveryNs = 100'000'000;  // a killed recorder loses at most ~100 ms
+constexpr uint64_t kCommitEveryRows = 65536;
+
+void bindOpt(sqlite3_stmt* st, int i, const std::optional<uint64_t>& v) {
+  if (v) sqlite3_bind_int64(st, i, static_cast<sqlite3_int64>(*v));
+  else sqlite3_bind_null(st, i);
+}
+void bindOpt(sqlite3_stmt* st, int i, const std::optional<int64_t>& v) {
+  if (v) sqlite3_bind_int64(st, i, *v);
+  else sqlite3_bind_null(st, i);
+}
+void bindOpt(sqlite3_stmt* st, int i, const std::optional<int>& v) {
+  if (v) sqlite3_bind_int(st, i, *v);
+  else sqlite3_bind_null(st, i);
+}
+void bindU(sqlite3_stmt* st, int i, uint64_t v) { sqlite3_bind_int64(st, i, static_cast<sqlite3_int64>(v)); }
+void bindText(sqlite3_stmt* st, int i, const std::string& s) {
+  sqlite3_bind_text(st, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+}  // namespace
+
+std::pair<std::string, std::string> splitSchema() {
+  std::string all = kSchemaSql;
+  auto at = all.find("\n-- @finish");
+  if (at == std::string::npos) return {all, std::string()};
+  return {all.substr(0, at + 1), all.substr(at + 1)};
+}
+
+std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* error) {
+  std::unique_ptr<DbWriter> w(new DbWriter);
+  if (sqlite3_open_v2(path.c_str(), &w->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    *error = w->db_ ? sqlite3_errmsg(w->db_) : "out of memory";
+    return nullptr;
+  }
+  // The file is written by this one process; WAL keeps committed batches safe if we are killed.
+  if (!w->exec("PRAGMA journal_mode=WAL") || !w->exec("PRAGMA synchronous=OFF") ||
+      !w->exec("PRAGMA cache_size=-65536") || !w->exec(splitSchema().first.c_str())) {
+    *error = w->error_;
+    return nullptr;
+  }
+  w->meta_ = w->prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+  w->process_ = w->prepare(
+      "INSERT OR REPLACE INTO processes(id, pid, ppid, parent_id, command, exe, start_ns, end_ns, "
+      "ended_by, exit_code, signal, forked, wait_ns, peak_rss, peak_heap_bytes, peak_heap_ns, "
+      "peak_mmap_bytes, peak_mmap_ns, unknown_frees) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  w->module_ = w->prepare(
+      "INSERT INTO modules(id, image_id, path, bias, start, end, load_ns) VALUES (?,?,?,?,?,?,?)");
+  w->moduleGone_ = w->prepare("UPDATE modules SET unload_ns = ? WHERE id = ?");
+  w->ip_ = w->prepare("INSERT INTO ips(id, image_id, address) VALUES (?,?,?)");
+  w->stack_ = w->prepare("INSERT INTO stacks(id, image_id, ips) VALUES (?,?,?)");
+  w->site_ = w->prepare(
+      "INSERT OR REPLACE INTO sites(stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, "
+      "freed_bytes, leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, "
+      "realloc_count, max_live_count, max_live_bytes, min_size, max_size, same_size_count, "
+      "lifetime_ns_sum, max_realloc_chain) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  w->alloc_ = w->prepare(
+      "INSERT INTO allocations(id, image_id, tid, kind, op, address, size, stack_id, t_alloc, "
+      "t_free, realloc_of) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  w->timeline_ = w->prepare(
+      "INSERT OR REPLACE INTO timeline(image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, "
+      "rss_bytes, anon_bytes, allocs, frees, alloc_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
+  if (!w->ok()) {
+    *error = w->error_;
+    return nullptr;
+  }
+  return w;
+}
+
+DbWriter::~DbWriter() {
+  for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
+                           timeline_, marker_})
+    sqlite3_finalize(st);
+  if (db_) sqlite3_close_v2(db_);
+}
+
+void DbWriter::fail(const char* what) {
+  if (error_.empty()) error_ = std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database");
+}
+
+bool DbWriter::exec(const char* sql) {
+  if (!ok()) return false;
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    if (error_.empty()) error_ = msg ? msg : "sqlite error";
+    sqlite3_free(msg);
+    return false;
+  }
+  return true;
+}
+
+sqlite3_stmt* DbWriter::prepare(const char* sql) {
+  sqlite3_stmt* st = nullptr;
+  if (ok() && sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK)
+    fail("prepare");
+  return st;
+}
+
+void DbWriter::begin() {
+  if (!inTx_ && exec("BEGIN")) inTx_ = true;
+}
+
+void DbWriter::step(sqlite3_stmt* st) {
+  if (ok()) {
+    begin();
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE) fail("write");
+    ++batchRows_;
+    ++rows_;
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (batchRows_ >= kCommitEveryRows) commit();
+}
+
+void DbWriter::maybeCommit(uint64_t now_ns) {
+  if (inTx_ && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
+    commit();
+    lastCommitNs_ = now_ns;
+  }
+}
+
+void DbWriter::commit() {
+  if (inTx_) {
+    inTx_ = false;
+    exec("COMMIT");
+  }
+  batchRows_ = 0;
+}
+
+void DbWriter::setMeta(const std::string& key, const std::string& value) {
+  if (!meta_) return;
+  bindText(meta_, 1, key);
+  bindText(meta_, 2, value);
+  step(meta_);
+}
+
+void DbWriter::writeProcess(const ProcessRow& r) {
+  sqlite3_stmt* st = process_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.id);
+  sqlite3_bind_int64(st, 2, r.pid);
+  sqlite3_bind_int64(st, 3, r.ppid);
+  bindOpt(st, 4, r.parent_id);
+  bindText(st, 5, r.command);
+  bindText(st, 6, r.exe);
+  bindU(st, 7, r.start_ns);
+  bindOpt(st, 8, r.end_ns);
+  if (r.ended_by) bindText(st, 9, *r.ended_by);
+  else sqlite3_bind_null(st, 9);
+  bindOpt(st, 10, r.exit_code);
+  bindOpt(st, 11, r.signal);
+  sqlite3_bind_int(st, 12, r.forked ? 1 : 0);
+  bindU(st, 13, r.wait_ns);
+  bindU(st, 14, r.peak_rss);
+  bindU(st, 15, r.peak_heap_bytes);
+  bindU(st, 16, r.peak_heap_ns);
+  bindU(st, 17, r.peak_mmap_bytes);
+  bindU(st, 18, r.peak_mmap_ns);
+  bindU(st, 19, r.unknown_frees);
+  step(st);
+}
+
+void DbWriter::insertModule(int64_t id, int64_t image, const std::string& path, uint64_t bias,
+                            uint64_t start, uint64_t end, uint64_t load_ns) {
+  if (!module_) return;
+  sqlite3_bind_int64(module_, 1, id);
+  sqlite3_bind_int64(module_, 2, image);
+  bindText(module_, 3, path);
+  bindU(module_, 4, bias);
+  bindU(module_, 5, start);
+  bindU(module_, 6, end);
+  bindU(module_, 7, load_ns);
+  step(module_);
+}
+
+void DbWriter::setModuleUnload(int64_t id, uint64_t unload_ns) {
+  if (!moduleGone_) return;
+  bindU(moduleGone_, 1, unload_ns);
+  sqlite3_bind_int64(moduleGone_, 2, id);
+  step(moduleGone_);
+}
+
+void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
+  if (!ip_) return;
+  sqlite3_bind_int64(ip_, 1, id);
+  sqlite3_bind_int64(ip_, 2, image);
+  bindU(ip_, 3, address);
+  step(ip_);
+}
+
+void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n) {
+  if (!stack_) return;
+  // The schema fixes little-endian u32s; this recorder only runs on little-endian Linux targets.
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stacks.ips is little-endian u32");
+  sqlite3_bind_int64(stack_, 1, id);
+  sqlite3_bind_int64(stack_, 2, image);
+  sqlite3_bind_blob(stack_, 3, n ? static_cast<const void*>(ipIds) : "", static_cast<int>(n * 4),
+                    SQLITE_TRANSIENT);
+  step(stack_);
+}
+
+void DbWriter::insertSite(const SiteRow& r) {
+  sqlite3_stmt* st = site_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.stack_id);
+  sqlite3_bind_text(st, 2, r.kind, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, r.image_id);
+  const uint64_t vals[] = {r.alloc_count, r.alloc_bytes, r.free_count, r.freed_bytes, r.leak_count,
+                           r.leak_bytes, r.peak_count, r.peak_bytes, r.temp_count, r.temp_bytes,
+                           r.realloc_count, r.max_live_count, r.max_live_bytes, r.min_size,
+                           r.max_size, r.same_size_count, r.lifetime_ns_sum, r.max_realloc_chain};
+  int i = 4;
+  for (uint64_t v : vals) bindU(st, i++, v);
+  step(st);
+}
+
+void DbWriter::insertAllocation(const AllocationRow& r) {
+  sqlite3_stmt* st = alloc_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.id);
+  sqlite3_bind_int64(st, 2, r.image_id);
+  sqlite3_bind_int64(st, 3, r.tid);
+  sqlite3_bind_text(st, 4, r.kind, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, r.op, -1, SQLITE_STATIC);
+  bindU(st, 6, r.address);
+  bindU(st, 7, r.size);
+  sqlite3_bind_int64(st, 8, r.stack_id);
+  bindU(st, 9, r.t_alloc);
+  bindOpt(st, 10, r.t_free);
+  bindOpt(st, 11, r.realloc_of);
+  step(st);
+}
+
+void DbWriter::insertTimeline(const TimelineRow& r) {
+  sqlite3_stmt* st = timeline_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.image_id);
+  bindU(st, 2, r.t_ns);
+  sqlite3_bind_int64(st, 3, r.heap_bytes);
+  sqlite3_bind_int64(st, 4, r.heap_max);
+  sqlite3_bind_int64(st, 5, r.heap_min);
+  sqlite3_bind_int64(st, 6, r.mmap_bytes);
+  bindOpt(st, 7, r.rss_bytes);
+  bindOpt(st, 8, r.anon_bytes);
+  bindU(st, 9, r.allocs);
+  bindU(st, 10, r.frees);
+  bindU(st, 11, r.alloc_bytes);
+  step(st);
+}
+
+void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
+  if (!marker_) return;
+  sqlite3_bind_int64(marker_, 1, image);
+  bindU(marker_, 2, t_ns);
+  bindText(marker_, 3, name);
+  step(marker_);
+}
+
+void DbWriter::applyFinishSchema() {
+  commit();
+  std::string fin = splitSchema().second;
+  if (fin.empty()) return;
+  exec("BEGIN");
+  exec(fin.c_str());
+  exec("COMMIT");
+}
+
+void DbWriter::close() {
+  commit();
+  if (!db_) return;
+  for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
+                            &alloc_, &timeline_, &marker_}) {
+    sqlite3_finalize(*st);
+    *st = nullptr;
+  }
+  // Fold the WAL back into the file: readers then need no -wal/-shm beside it.
+  exec("PRAGMA journal_mode=DELETE");
+  if (sqlite3_close(db_) != SQLITE_OK) fail("close");
+  db_ = nullptr;
+}
+
+}  // namespace memledger::recorder

@@ -1,0 +1,120 @@
+// The SQLite side of a recording (schemas/memledger.sql). Prepared statements, rows batched into
+// transactions that commit every ~100 ms or 64k rows, no indexes until finish(). WAL journal with
+// synchronous=OFF: a committed batch survives the recorder being SIGKILLed (the OS has the
+// pages), and finish() switches back to a rollback journal so the product is one plain file.
+// A write error is remembered (first message kept) and later writes become no-ops: the recorder
+// must keep draining rings so the traced program never blocks on a broken disk.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace memledger::recorder {
+
+struct ProcessRow {
+  int64_t id = 0;
+  uint32_t pid = 0, ppid = 0;
+  std::optional<int64_t> parent_id;
+  std::string command, exe;
+  uint64_t start_ns = 0;
+  std::optional<uint64_t> end_ns;
+  std::optional<std::string> ended_by;
+  std::optional<int> exit_code, signal;
+  bool forked = false;
+  uint64_t wait_ns = 0, peak_rss = 0;
+  uint64_t peak_heap_bytes = 0, peak_heap_ns = 0, peak_mmap_bytes = 0, peak_mmap_ns = 0;
+  uint64_t unknown_frees = 0;
+};
+
+struct SiteRow {
+  int64_t stack_id = 0;
+  const char* kind = "malloc";
+  int64_t image_id = 0;
+  uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
+  uint64_t leak_count = 0, leak_bytes = 0, peak_count = 0, peak_bytes = 0;
+  uint64_t temp_count = 0, temp_bytes = 0, realloc_count = 0;
+  uint64_t max_live_count = 0, max_live_bytes = 0, min_size = 0, max_size = 0;
+  uint64_t same_size_count = 0, lifetime_ns_sum = 0, max_realloc_chain = 0;
+};
+
+struct AllocationRow {
+  int64_t id = 0, image_id = 0;
+  uint32_t tid = 0;
+  const char* kind = "malloc";
+  const char* op = "malloc";
+  uint64_t address = 0, size = 0;
+  int64_t stack_id = 0;
+  uint64_t t_alloc = 0;
+  std::optional<uint64_t> t_free;
+  std::optional<int64_t> realloc_of;
+};
+
+struct TimelineRow {
+  int64_t image_id = 0;
+  uint64_t t_ns = 0;
+  int64_t heap_bytes = 0, heap_max = 0, heap_min = 0, mmap_bytes = 0;
+  std::optional<uint64_t> rss_bytes, anon_bytes;
+  uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
+};
+
+class DbWriter {
+ public:
+  // Opens (creates) the SQLite file at `path` and applies the schema up to `-- @finish`.
+  // The file may already exist empty (the CLI creates it O_EXCL first). nullptr + *error on failure.
+  static std::unique_ptr<DbWriter> open(const std::string& path, std::string* error);
+  ~DbWriter();
+  DbWriter(const DbWriter&) = delete;
+  DbWriter& operator=(const DbWriter&) = delete;
+
+  void setMeta(const std::string& key, const std::string& value);
+  void writeProcess(const ProcessRow& row);  // insert or replace: rows are rewritten as facts arrive
+  void insertModule(int64_t id, int64_t image, const std::string& path, uint64_t bias,
+                    uint64_t start, uint64_t end, uint64_t load_ns);
+  void setModuleUnload(int64_t id, uint64_t unload_ns);
+  void insertIp(int64_t id, int64_t image, uint64_t address);
+  void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n);
+  void insertSite(const SiteRow& row);
+  void insertAllocation(const AllocationRow& row);
+  void insertTimeline(const TimelineRow& row);
+  void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
+
+  // Commits the open batch when it is old (>= 100 ms since the last commit) or large.
+  void maybeCommit(uint64_t now_ns);
+  void commit();
+  // Runs the schema's `-- @finish` statements (indexes) in their own transaction.
+  void applyFinishSchema();
+  // Commits, switches to a rollback journal (folding the WAL into the file) and closes.
+  void close();
+
+  sqlite3* handle() { return db_; }
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  uint64_t rowsWritten() const { return rows_; }
+
+ private:
+  DbWriter() = default;
+  bool exec(const char* sql);
+  sqlite3_stmt* prepare(const char* sql);
+  void step(sqlite3_stmt* st);
+  void begin();
+  void fail(const char* what);
+
+  sqlite3* db_ = nullptr;
+  std::string error_;
+  bool inTx_ = false;
+  uint64_t batchRows_ = 0, rows_ = 0, lastCommitNs_ = 0;
+  sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
+               *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
+               *timeline_ = nullptr, *marker_ = nullptr;
+};
+
+// The schema text split at its `-- @finish` line: first = tables, second = finish statements.
+std::pair<std::string, std::string> splitSchema();
+
+}  // namespace memledger::recorder

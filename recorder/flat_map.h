@@ -1,0 +1,131 @@
+// An open-addressing hash map from non-zero 64-bit keys (addresses, stack hashes, tids) to small
+// values. The recorder's hot path does one lookup per event on maps with millions of entries;
+// std::unordered_map allocates a node per insert, this does not: linear probing over one array,
+// Fibonacci hashing (addresses are 16-aligned, so the low bits alone are useless), and
+// backward-shift deletion so alloc/free churn leaves no tombstones behind.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace memledger::recorder {
+
+template <class V>
+class FlatMap {
+ public:
+  explicit FlatMap(size_t initialCapacity = 16) { allocate(roundUp(initialCapacity)); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  V* find(uint64_t key) {
+    size_t i = home(key);
+    while (true) {
+      Slot& s = slots_[i];
+      if (s.key == key) return &s.value;
+      if (s.key == 0) return nullptr;
+      i = (i + 1) & mask_;
+    }
+  }
+
+  const V* find(uint64_t key) const { return const_cast<FlatMap*>(this)->find(key); }
+
+  // The value for `key`, value-initialised and inserted when absent; second is true when new.
+  std::pair<V*, bool> insert(uint64_t key) {
+    if ((size_ + 1) * 4 > capacity() * 3) grow();
+    size_t i = home(key);
+    while (true) {
+      Slot& s = slots_[i];
+      if (s.key == key) return {&s.value, false};
+      if (s.key == 0) {
+        s.key = key;
+        s.value = V{};
+        ++size_;
+        return {&s.value, true};
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
+  // Removes `key`; copies its value to *out first when out is given. False when absent.
+  bool erase(uint64_t key, V* out = nullptr) {
+    size_t i = home(key);
+    while (true) {
+      Slot& s = slots_[i];
+      if (s.key == 0) return false;
+      if (s.key == key) break;
+      i = (i + 1) & mask_;
+    }
+    if (out) *out = std::move(slots_[i].value);
+    // Backward shift: pull later entries of the probe run into the hole when their home allows.
+    size_t j = i;
+    while (true) {
+      j = (j + 1) & mask_;
+      if (slots_[j].key == 0) break;
+      size_t h = home(slots_[j].key);
+      if (((j - h) & mask_) >= ((j - i) & mask_)) {
+        slots_[i] = std::move(slots_[j]);
+        i = j;
+      }
+    }
+    slots_[i].key = 0;
+    --size_;
+    return true;
+  }
+
+  template <class F>
+  void forEach(F&& f) {
+    for (size_t i = 0; i <= mask_; ++i)
+      if (slots_[i].key) f(slots_[i].key, slots_[i].value);
+  }
+
+  // Drops every entry and gives the memory back (a closed image keeps no live set).
+  void release() {
+    allocate(16);
+  }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    V value;
+  };
+
+  static size_t roundUp(size_t n) {
+    size_t c = 16;
+    while (c < n) c <<= 1;
+    return c;
+  }
+  size_t capacity() const { return mask_ + 1; }
+  size_t home(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
+  }
+  void allocate(size_t cap) {
+    slots_.reset(new Slot[cap]());
+    mask_ = cap - 1;
+    size_ = 0;
+    int bits = 0;
+    while ((size_t{1} << bits) < cap) ++bits;
+    shift_ = 64 - bits;
+  }
+  void grow() {
+    std::unique_ptr<Slot[]> old = std::move(slots_);
+    size_t oldCap = capacity();
+    allocate(oldCap * 2);
+    for (size_t k = 0; k < oldCap; ++k) {
+      if (!old[k].key) continue;
+      size_t i = home(old[k].key);
+      while (slots_[i].key) i = (i + 1) & mask_;
+      slots_[i] = std::move(old[k]);
+      ++size_;
+    }
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  int shift_ = 60;
+};
+
+}  // namespace memledger::recorder

@@ -1,0 +1,486 @@
+#include "image_recorder.h"
+
+#include <algorithm>
+
+#include "recording.h"
+
+namespace memledger::recorder {
+
+namespace {
+using wire::AllocKind;
+using wire::Op;
+using wire::RecordType;
+
+const char* kindName(uint8_t k) {
+  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
+  return k < std::size(names) ? names[k] : "malloc";
+}
+const char* opName(uint8_t op) {
+  static const char* const names[] = {
+      "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
+      "memalign", "valloc", "pvalloc", "new", "new[]", "delete", "delete[]", "mmap", "munmap",
+      "mremap", "custom", "custom_free"};
+  static_assert(std::size(names) == static_cast<size_t>(Op::Count));
+  return op < std::size(names) ? names[op] : "unknown";
+}
+bool isReallocOp(uint8_t op) {
+  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray);
+}
+}  // namespace
+
+ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOptions& opt,
+                             const ImageRecorder* forkParent)
+    : rec_(rec), db_(rec.db()), id_(imageId), opt_(opt), forkParent_(forkParent),
+      heap_(1024), custom_(16) {
+  if (opt_.bucket_ns == 0) opt_.bucket_ns = 1'000'000;
+}
+
+void ImageRecorder::onRecord(const Decoded& r) {
+  if (closed_) return;
+  ++events_;
+  switch (r.type) {
+    case RecordType::Alloc:
+      if (r.kind == AllocKind::Mmap) onMmap(r, rel(r.ts));
+      else onAlloc(r);
+      break;
+    case RecordType::Free:
+      if (r.kind == AllocKind::Mmap) {
+        // A free of a mapping by address alone: the piece starting there goes.
+        auto it = ranges_.find(r.a);
+        uint64_t t = rel(r.ts);
+        bucketAt(t);
+        if (it != ranges_.end()) unmapRange(r.a, it->second.end - r.a, t);
+        else ++unknownFrees_;
+      } else {
+        onFree(r);
+      }
+      break;
+    case RecordType::Unmap: {
+      uint64_t t = rel(r.ts);
+      bucketAt(t);
+      thread(r.tid).reallocPending = false;
+      unmapRange(r.a, r.b, t);
+      break;
+    }
+    case RecordType::Stack:
+      if (r.a && !stackByHash_.find(r.a)) internStack(r.a, r.frames.data(), r.frames.size());
+      break;
+    case RecordType::Module: {
+      int64_t mid = rec_.nextModuleId();
+      db_.insertModule(mid, id_, std::string(r.text), r.a, r.b, r.c, rel(r.ts));
+      modules_[{r.a, r.b}] = mid;
+      break;
+    }
+    case RecordType::ModuleGone: {
+      auto it = modules_.find({r.a, r.b});
+      if (it != modules_.end()) {
+        db_.setModuleUnload(it->second, rel(r.ts));
+        modules_.erase(it);
+      }
+      break;
+    }
+    case RecordType::Exit:
+      exitRecord_ = static_cast<int>(r.a & 0xff);
+      break;
+    case RecordType::ChildStatus:
+      rec_.noteWaitStatus(static_cast<uint32_t>(r.a), static_cast<int>(r.b));
+      break;
+    case RecordType::Marker:
+      db_.insertMarker(id_, rel(r.ts), std::string(r.text));
+      break;
+    default:
+      break;  // Nop, ThreadName (reserved), stray continuations
+  }
+}
+
+ImageRecorder::ThreadState& ImageRecorder::thread(uint32_t tid) {
+  if (lastThread_ && tid == lastTid_) return *lastThread_;
+  lastThread_ = threads_.insert(uint64_t{tid} + 1).first;  // +1: key 0 means empty
+  lastTid_ = tid;
+  return *lastThread_;
+}
+
+uint32_t ImageRecorder::ipId(uint64_t address) {
+  auto [id, isNew] = ipByAddress_.insert(address ? address : ~uint64_t{0});
+  if (isNew) {
+    *id = rec_.nextIpId();
+    db_.insertIp(*id, id_, address);
+  }
+  return *id;
+}
+
+uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n) {
+  auto [idx, isNew] = stackByHash_.insert(hash);
+  if (!isNew) return *idx;
+  *idx = static_cast<uint32_t>(stacks_.size());
+  uint32_t index = *idx;  // ipId() below does not touch stackByHash_, but keep no pointer anyway
+  StackInfo st{rec_.nextStackId(), static_cast<uint32_t>(frameArena_.size()),
+               static_cast<uint32_t>(n), {-1, -1, -1, -1}};
+  frameArena_.insert(frameArena_.end(), frames, frames + n);
+  scratchIps_.clear();
+  for (size_t i = 0; i < n; ++i) scratchIps_.push_back(ipId(frames[i]));
+  db_.insertStack(st.dbId, id_, scratchIps_.data(), scratchIps_.size());
+  stacks_.push_back(st);
+  return index;
+}
+
+bool ImageRecorder::stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const {
+  if (const uint32_t* idx = stackByHash_.find(hash)) {
+    const StackInfo& st = stacks_[*idx];
+    frames->assign(frameArena_.begin() + st.frameOff,
+                   frameArena_.begin() + st.frameOff + st.frameCount);
+    return true;
+  }
+  return forkParent_ && forkParent_->stackFrames(hash, frames);
+}
+
+uint32_t ImageRecorder::siteFor(uint64_t hash, AllocKind kind) {
+  // Hash 0 is "no stack"; the map reserves key 0, so that stack lives under a key no real hash
+  // takes (hashFrames never returns 0, and ~0 stands in for it).
+  uint64_t key = hash ? hash : ~uint64_t{0};
+  uint32_t idx;
+  if (const uint32_t* found = stackByHash_.find(key)) {
+    idx = *found;
+  } else {
+    // A fork child inherits its parent's per-thread stack caches: the frames were sent on the
+    // parent's ring. Unknown anywhere: an empty stack, still its own site.
+    std::vector<uint64_t> frames;
+    if (hash && forkParent_ && forkParent_->stackFrames(hash, &frames))
+      idx = internStack(key, frames.data(), frames.size());
+    else
+      idx = internStack(key, nullptr, 0);
+  }
+  int k = static_cast<int>(kind) < static_cast<int>(AllocKind::Count) ? static_cast<int>(kind) : 0;
+  int32_t& site = stacks_[idx].site[k];
+  if (site < 0) {
+    site = static_cast<int32_t>(sites_.size());
+    Site s;
+    s.stack_id = stacks_[idx].dbId;
+    s.kind = static_cast<AllocKind>(k);
+    s.stamp = epoch_;  // nothing of this site was live at any earlier peak
+    sites_.push_back(s);
+  }
+  return static_cast<uint32_t>(site);
+}
+
+void ImageRecorder::touch(Site& s) {
+  if (s.stamp < epoch_) {
+    s.at_peak_count = s.cur_count;
+    s.at_peak_bytes = s.cur_bytes;
+    s.stamp = epoch_;
+  }
+}
+
+void ImageRecorder::bucketAt(uint64_t t) {
+  int64_t idx = static_cast<int64_t>(t / opt_.bucket_ns);
+  if (idx <= bucket_.index) {  // same bucket, or a timestamp a little behind: stay
+    applySamples(t);
+    return;
+  }
+  if (bucket_.index >= 0) {
+    // Samples taken before the current bucket ended are the current bucket's.
+    applySamples(static_cast<uint64_t>(bucket_.index + 1) * opt_.bucket_ns - 1);
+    flushBucket();
+  }
+  applySamples(t);
+  bucket_ = Bucket{idx, heapLive_, heapLive_, 0, 0, 0};
+}
+
+void ImageRecorder::flushBucket() {
+  if (bucket_.index < 0) return;
+  TimelineRow row;
+  row.image_id = id_;
+  row.t_ns = static_cast<uint64_t>(bucket_.index) * opt_.bucket_ns;
+  row.heap_bytes = heapLive_;
+  row.heap_max = bucket_.heapMax;
+  row.heap_min = bucket_.heapMin;
+  row.mmap_bytes = mmapLive_;
+  row.rss_bytes = rss_;
+  row.anon_bytes = anon_;
+  row.allocs = bucket_.allocs;
+  row.frees = bucket_.frees;
+  row.alloc_bytes = bucket_.allocBytes;
+  db_.insertTimeline(row);
+}
+
+void ImageRecorder::heapChanged(int64_t delta, uint64_t t) {
+  heapLive_ += delta;
+  bucket_.heapMax = std::max(bucket_.heapMax, heapLive_);
+  bucket_.heapMin = std::min(bucket_.heapMin, heapLive_);
+  if (heapLive_ > static_cast<int64_t>(peakHeap_)) {
+    peakHeap_ = static_cast<uint64_t>(heapLive_);
+    peakHeapNs_ = t;
+    ++epoch_;  // every site's snapshot is now stale; touch() refreshes it lazily
+  }
+}
+
+void ImageRecorder::mmapChanged(int64_t delta, uint64_t t) {
+  mmapLive_ += delta;
+  if (mmapLive_ > static_cast<int64_t>(peakMmap_)) {
+    peakMmap_ = static_cast<uint64_t>(mmapLive_);
+    peakMmapNs_ = t;
+  }
+}
+
+static void countAlloc(Site& s, uint64_t size) {
+  if (s.alloc_count && size == s.last_size) ++s.same_size_count;
+  s.last_size = size;
+  ++s.alloc_count;
+  s.alloc_bytes += size;
+  s.min_size = std::min(s.min_size, size);
+  s.max_size = std::max(s.max_size, size);
+  ++s.cur_count;
+  s.cur_bytes += size;
+  s.max_live_count = std::max(s.max_live_count, s.cur_count);
+  s.max_live_bytes = std::max(s.max_live_bytes, s.cur_bytes);
+}
+
+void ImageRecorder::onAlloc(const Decoded& r) {
+  uint64_t t = rel(r.ts);
+  bucketAt(t);
+  uint8_t op = static_cast<uint8_t>(r.aux);
+  ThreadState& th = thread(r.tid);
+  bool isRealloc = isReallocOp(op) && th.reallocPending;
+  uint16_t chain = isRealloc ? static_cast<uint16_t>(std::min<uint32_t>(th.reallocChain + 1u, 65535u)) : 0;
+  uint32_t reallocOf = isRealloc ? th.reallocOf : 0;
+  th.reallocPending = false;
+  th.lastAlloc = r.a;
+
+  uint32_t site = siteFor(r.c, r.kind);
+  FlatMap<LiveBlock>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  auto [blk, isNew] = live.insert(r.a ? r.a : ~uint64_t{0});
+  if (!isNew) {
+    // The address is live already: its free was missed (e.g. freed by a path we do not hook).
+    LiveBlock old = *blk;
+    freeBlock(r.a, old, t, Op::Free, /*missed=*/true);
+  }
+  *blk = LiveBlock{r.b, t, site, r.tid, reallocOf, chain, op, static_cast<uint8_t>(r.kind)};
+
+  Site& s = sites_[site];
+  touch(s);
+  countAlloc(s, r.b);
+  if (isRealloc) {
+    ++s.realloc_count;
+    s.max_realloc_chain = std::max<uint64_t>(s.max_realloc_chain, chain);
+  }
+  ++bucket_.allocs;
+  bucket_.allocBytes += r.b;
+  heapChanged(static_cast<int64_t>(r.b), t);
+}
+
+void ImageRecorder::onFree(const Decoded& r) {
+  uint64_t t = rel(r.ts);
+  bucketAt(t);
+  uint8_t op = static_cast<uint8_t>(r.aux);
+  FlatMap<LiveBlock>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  LiveBlock b;
+  uint32_t row = 0;
+  uint16_t chain = 0;
+  if (r.a && live.erase(r.a, &b)) {
+    row = freeBlock(r.a, b, t, static_cast<Op>(op), /*missed=*/false);
+    chain = b.chain;
+  } else if (r.a) {
+    ++unknownFrees_;  // e.g. a fork child freeing a block its parent allocated
+  }
+  ThreadState& th = thread(r.tid);
+  th.reallocPending = isReallocOp(op);
+  th.reallocChain = chain;
+  th.reallocOf = row;
+}
+
+uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t, wire::Op op,
+                                  bool missed) {
+  Site& s = sites_[b.site];
+  touch(s);
+  uint64_t lifetime = t > b.t_alloc ? t - b.t_alloc : 0;
+  ++s.free_count;
+  s.freed_bytes += b.size;
+  --s.cur_count;
+  s.cur_bytes -= b.size;
+  s.lifetime_ns_sum += lifetime;
+  // A realloc is a resize, not a short use: it never makes the old block a temporary.
+  if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
+    ThreadState* owner = (lastThread_ && lastTid_ == b.tid) ? lastThread_
+                                                            : threads_.find(uint64_t{b.tid} + 1);
+    if (owner && owner->lastAlloc == addr) {
+      ++s.temp_count;
+      s.temp_bytes += b.size;
+      owner->lastAlloc = 0;
+    }
+  }
+  uint32_t row = 0;
+  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t);
+  ++bucket_.frees;
+  heapChanged(-static_cast<int64_t>(b.size), t);
+  return row;
+}
+
+uint32_t ImageRecorder::writeAllocation(const LiveBlock& b, uint64_t address,
+                                        std::optional<uint64_t> tFree) {
+  AllocationRow row;
+  row.id = rec_.nextAllocationId();
+  row.image_id = id_;
+  row.tid = b.tid;
+  row.kind = kindName(b.kind);
+  row.op = opName(b.op);
+  row.address = address;
+  row.size = b.size;
+  row.stack_id = sites_[b.site].stack_id;
+  row.t_alloc = b.t_alloc;
+  row.t_free = tFree;
+  if (b.realloc_of) row.realloc_of = b.realloc_of;
+  db_.insertAllocation(row);
+  return static_cast<uint32_t>(row.id);
+}
+
+void ImageRecorder::onMmap(const Decoded& r, uint64_t t) {
+  bucketAt(t);
+  ThreadState& th = thread(r.tid);
+  th.reallocPending = false;
+  th.lastAlloc = r.a;
+  if (r.b == 0) return;
+  unmapRange(r.a, r.b, t);  // MAP_FIXED over an existing mapping replaces it
+  uint32_t site = siteFor(r.c, AllocKind::Mmap);
+  uint32_t index;
+  if (!freeMappings_.empty()) {
+    index = freeMappings_.back();
+    freeMappings_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(mappings_.size());
+    mappings_.emplace_back();
+  }
+  mappings_[index] = Mapping{r.a, r.b, r.b, t, site, r.tid, static_cast<uint8_t>(r.aux)};
+  ranges_[r.a] = Range{r.a + r.b, index};
+  Site& s = sites_[site];
+  touch(s);
+  countAlloc(s, r.b);
+  ++bucket_.allocs;
+  bucket_.allocBytes += r.b;
+  mmapChanged(static_cast<int64_t>(r.b), t);
+}
+
+void ImageRecorder::unmapRange(uint64_t addr, uint64_t len, uint64_t t) {
+  if (len == 0 || ranges_.empty()) return;
+  uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+  auto it = ranges_.upper_bound(addr);
+  if (it != ranges_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end > addr) it = prev;
+  }
+  while (it != ranges_.end() && it->first < end) {
+    uint64_t s = it->first, e = it->second.end;
+    uint32_t mi = it->second.mapping;
+    uint64_t lo = std::max(s, addr), hi = std::min(e, end);
+    it = ranges_.erase(it);
+    if (s < lo) ranges_.emplace(s, Range{lo, mi});              // the part below survives
+    if (e > hi) it = ranges_.emplace_hint(it, hi, Range{e, mi});  // the part above survives
+    uint64_t removed = hi - lo;
+    Mapping& m = mappings_[mi];
+    Site& site = sites_[m.site];
+    touch(site);
+    m.remaining -= removed;
+    site.freed_bytes += removed;
+    site.cur_bytes -= removed;
+    mmapChanged(-static_cast<int64_t>(removed), t);
+    if (m.remaining == 0) endMapping(mi, t);
+    if (e > hi) break;  // hi == end: nothing further can overlap
+  }
+}
+
+void ImageRecorder::endMapping(uint32_t index, uint64_t t) {
+  Mapping& m = mappings_[index];
+  Site& s = sites_[m.site];
+  uint64_t lifetime = t > m.t_alloc ? t - m.t_alloc : 0;
+  ++s.free_count;
+  --s.cur_count;
+  s.lifetime_ns_sum += lifetime;
+  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) {
+    LiveBlock b{m.size, m.t_alloc, m.site, m.tid, 0, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap)};
+    writeAllocation(b, m.address, t);
+  }
+  ++bucket_.frees;
+  freeMappings_.push_back(index);
+}
+
+void ImageRecorder::sampleMemory(uint64_t ts, uint64_t rssBytes, std::optional<uint64_t> anonBytes,
+                                 bool caughtUp) {
+  if (closed_) return;
+  peakRss_ = std::max(peakRss_, rssBytes);
+  uint64_t t = rel(ts);
+  // A sample must not run ahead of events still waiting in the ring: it waits until the event
+  // stream reaches its time, unless the ring is drained (then nothing older can come).
+  if (pendingSamples_.size() >= 1024) pendingSamples_.erase(pendingSamples_.begin());
+  pendingSamples_.push_back(Sample{t, rssBytes, anonBytes});
+  if (caughtUp) bucketAt(t);
+}
+
+void ImageRecorder::applySamples(uint64_t t) {
+  size_t n = 0;
+  while (n < pendingSamples_.size() && pendingSamples_[n].t <= t) {
+    rss_ = pendingSamples_[n].rss;
+    if (pendingSamples_[n].anon) anon_ = pendingSamples_[n].anon;
+    ++n;
+  }
+  if (n) pendingSamples_.erase(pendingSamples_.begin(), pendingSamples_.begin() + static_cast<long>(n));
+}
+
+void ImageRecorder::close(uint64_t ts) {
+  if (closed_) return;
+  applySamples(rel(ts));
+  flushBucket();
+  // Whatever is still live is a leak of this image: one row each, never freed.
+  auto leak = [this](uint64_t key, LiveBlock& b) {
+    writeAllocation(b, key == ~uint64_t{0} ? 0 : key, std::nullopt);
+  };
+  heap_.forEach(leak);
+  custom_.forEach(leak);
+  for (auto& [start, range] : ranges_) {
+    Mapping& m = mappings_[range.mapping];
+    if (m.remaining == 0) continue;
+    LiveBlock b{m.size, m.t_alloc, m.site, m.tid, 0, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap)};
+    writeAllocation(b, m.address, std::nullopt);
+    m.remaining = 0;  // one row per mapping, however many pieces it was split into
+  }
+  for (Site& s : sites_) {
+    if (epoch_ == 0) {
+      s.at_peak_count = s.at_peak_bytes = 0;  // no heap allocation ever: no peak instant
+    } else if (s.stamp < epoch_) {
+      s.at_peak_count = s.cur_count;
+      s.at_peak_bytes = s.cur_bytes;
+    }
+    SiteRow row;
+    row.stack_id = s.stack_id;
+    row.kind = kindName(static_cast<uint8_t>(s.kind));
+    row.image_id = id_;
+    row.alloc_count = s.alloc_count;
+    row.alloc_bytes = s.alloc_bytes;
+    row.free_count = s.free_count;
+    row.freed_bytes = s.freed_bytes;
+    row.leak_count = s.cur_count;
+    row.leak_bytes = s.cur_bytes;
+    row.peak_count = s.at_peak_count;
+    row.peak_bytes = s.at_peak_bytes;
+    row.temp_count = s.temp_count;
+    row.temp_bytes = s.temp_bytes;
+    row.realloc_count = s.realloc_count;
+    row.max_live_count = s.max_live_count;
+    row.max_live_bytes = s.max_live_bytes;
+    row.min_size = s.alloc_count ? s.min_size : 0;
+    row.max_size = s.max_size;
+    row.same_size_count = s.same_size_count;
+    row.lifetime_ns_sum = s.lifetime_ns_sum;
+    row.max_realloc_chain = s.max_realloc_chain;
+    db_.insertSite(row);
+  }
+  heap_.release();
+  custom_.release();
+  ranges_.clear();
+  std::vector<Mapping>().swap(mappings_);
+  std::vector<uint32_t>().swap(freeMappings_);
+  threads_.release();
+  lastThread_ = nullptr;
+  ipByAddress_.release();
+  closed_ = true;
+}
+
+}  // namespace memledger::recorder

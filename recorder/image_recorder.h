@@ -1,0 +1,171 @@
+// The per-image half of the recorder core: pairs allocations with frees, interns stacks, keeps
+// the live set, the per-site aggregates, the exact heap peak (with the live set per site at that
+// instant) and the timeline of one process image. It is a RecordSink: a RingReader drains into it,
+// and tests feed it Decoded records by hand. Everything is O(1) per event and allocation-free on
+// the hot path once the hash maps have grown; only allocations that outlive the fold threshold
+// (or never die) cost an SQLite row.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db_writer.h"
+#include "flat_map.h"
+#include "ring_reader.h"
+
+namespace memledger::recorder {
+
+class Recording;
+
+struct RecordingOptions {
+  uint64_t origin_ns = 0;              // CLOCK_MONOTONIC of the recording's t = 0
+  uint64_t bucket_ns = 1'000'000;      // timeline bucket width
+  uint64_t fold_threshold_ns = 1'000'000;
+  bool fold = true;                    // false: every allocation gets an `allocations` row
+};
+
+// One site: a stack and a kind, in one image.
+struct Site {
+  int64_t stack_id = 0;
+  wire::AllocKind kind = wire::AllocKind::Malloc;
+  uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
+  uint64_t temp_count = 0, temp_bytes = 0, realloc_count = 0, max_realloc_chain = 0;
+  uint64_t max_live_count = 0, max_live_bytes = 0, min_size = UINT64_MAX, max_size = 0;
+  uint64_t same_size_count = 0, last_size = 0, lifetime_ns_sum = 0;
+  uint64_t cur_count = 0, cur_bytes = 0;
+  // Lazy snapshot of the live set at the heap peak: valid for the peak epoch in `stamp`.
+  uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
+};
+
+class ImageRecorder final : public RecordSink {
+ public:
+  ImageRecorder(Recording& rec, int64_t imageId, const RecordingOptions& opt,
+                const ImageRecorder* forkParent);
+  void onRecord(const Decoded& r) override;
+
+  // A /proc sample of the process (absolute CLOCK_MONOTONIC time). caughtUp: the ring holds
+  // nothing older, so the timeline may advance to the sample's time.
+  void sampleMemory(uint64_t ts, uint64_t rssBytes, std::optional<uint64_t> anonBytes,
+                    bool caughtUp = true);
+  // The image ended at `ts`: writes its leaks, sites and last timeline row; frees its live set.
+  void close(uint64_t ts);
+  bool closed() const { return closed_; }
+
+  int64_t id() const { return id_; }
+  std::optional<int> exitRecord() const { return exitRecord_; }
+  uint64_t unknownFrees() const { return unknownFrees_; }
+  uint64_t peakHeapBytes() const { return peakHeap_; }
+  uint64_t peakHeapNs() const { return peakHeapNs_; }
+  uint64_t peakMmapBytes() const { return peakMmap_; }
+  uint64_t peakMmapNs() const { return peakMmapNs_; }
+  uint64_t peakRss() const { return peakRss_; }
+  int64_t heapBytes() const { return heapLive_; }
+  int64_t mmapBytes() const { return mmapLive_; }
+  uint64_t events() const { return events_; }
+  // Sites of this image (after close(): final aggregates). For tests and the summary line.
+  const std::vector<Site>& sites() const { return sites_; }
+
+  // A stack this image interned, by its wire hash (fork children look up their parent's).
+  bool stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const;
+
+ private:
+  struct StackInfo {
+    int64_t dbId;
+    uint32_t frameOff, frameCount;
+    int32_t site[static_cast<int>(wire::AllocKind::Count)];
+  };
+  struct LiveBlock {  // 32 bytes: the live set is the recorder's biggest structure
+    uint64_t size;
+    uint64_t t_alloc;
+    uint32_t site;
+    uint32_t tid;
+    uint32_t realloc_of;  // allocations.id of the block this one was realloc'ed from, 0: none
+    uint16_t chain;       // reallocs of this block so far
+    uint8_t op;
+    uint8_t kind;
+  };
+  struct Mapping {  // one mmap call; its address range may be split by partial munmaps
+    uint64_t address, size, remaining, t_alloc;
+    uint32_t site, tid;
+    uint8_t op;
+  };
+  struct Range {
+    uint64_t end;
+    uint32_t mapping;
+  };
+  struct ThreadState {
+    uint64_t lastAlloc = 0;        // address of the thread's most recent allocation, 0 after it died
+    bool reallocPending = false;   // the thread's last record was a realloc's free
+    uint16_t reallocChain = 0;
+    uint32_t reallocOf = 0;
+  };
+  struct Bucket {
+    int64_t index = -1;
+    int64_t heapMax = 0, heapMin = 0;
+    uint64_t allocs = 0, frees = 0, allocBytes = 0;
+  };
+
+  uint64_t rel(uint64_t ts) const { return ts > opt_.origin_ns ? ts - opt_.origin_ns : 0; }
+  ThreadState& thread(uint32_t tid);
+  uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind);
+  uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n);
+  uint32_t ipId(uint64_t address);
+  void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
+  void bucketAt(uint64_t t);
+  void flushBucket();
+  void heapChanged(int64_t delta, uint64_t t);
+  void mmapChanged(int64_t delta, uint64_t t);
+
+  void onAlloc(const Decoded& r);
+  void onFree(const Decoded& r);
+  void onMmap(const Decoded& r, uint64_t t);
+  void unmapRange(uint64_t addr, uint64_t len, uint64_t t);
+  // Returns the allocations row written for the block, 0 when it was folded.
+  uint32_t freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t, wire::Op op, bool missed);
+  void endMapping(uint32_t index, uint64_t t);
+  uint32_t writeAllocation(const LiveBlock& b, uint64_t address, std::optional<uint64_t> tFree);
+  void applySamples(uint64_t t);
+
+  Recording& rec_;
+  DbWriter& db_;
+  int64_t id_;
+  RecordingOptions opt_;
+  const ImageRecorder* forkParent_;
+  bool closed_ = false;
+  uint64_t events_ = 0;
+
+  FlatMap<uint32_t> stackByHash_;
+  std::vector<StackInfo> stacks_;
+  std::vector<uint64_t> frameArena_;
+  FlatMap<uint32_t> ipByAddress_;
+  std::vector<uint32_t> scratchIps_;
+  std::vector<Site> sites_;
+
+  FlatMap<LiveBlock> heap_;    // malloc/new family
+  FlatMap<LiveBlock> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
+  std::map<uint64_t, Range> ranges_;  // anonymous mmap, by start address
+  std::vector<Mapping> mappings_;
+  std::vector<uint32_t> freeMappings_;
+  FlatMap<ThreadState> threads_;
+  uint32_t lastTid_ = 0;
+  ThreadState* lastThread_ = nullptr;
+
+  std::map<std::pair<uint64_t, uint64_t>, int64_t> modules_;  // (bias, start) -> modules.id
+
+  int64_t heapLive_ = 0, mmapLive_ = 0;
+  uint64_t peakHeap_ = 0, peakHeapNs_ = 0, peakMmap_ = 0, peakMmapNs_ = 0, epoch_ = 0;
+  uint64_t unknownFrees_ = 0, peakRss_ = 0;
+  std::optional<int> exitRecord_;
+  Bucket bucket_;
+  struct Sample {
+    uint64_t t, rss;
+    std::optional<uint64_t> anon;
+  };
+  std::vector<Sample> pendingSamples_;
+  std::optional<uint64_t> rss_, anon_;
+};
+
+}  // namespace memledger::recorder

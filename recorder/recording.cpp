@@ -1,0 +1,167 @@
+#include "recording.h"
+
+#include <sys/wait.h>
+
+namespace memledger::recorder {
+
+Recording::Recording(DbWriter& db, const RecordingOptions& opt) : db_(db), opt_(opt) {}
+
+Recording::~Recording() = default;
+
+Recording::Image* Recording::find(int64_t id) {
+  if (id < 1 || id > static_cast<int64_t>(images_.size())) return nullptr;
+  return &images_[static_cast<size_t>(id - 1)];
+}
+
+ImageRecorder* Recording::image(int64_t id) {
+  Image* im = find(id);
+  return im ? im->rec.get() : nullptr;
+}
+
+ImageRecorder* Recording::openImageOf(uint32_t pid) {
+  for (auto it = images_.rbegin(); it != images_.rend(); ++it)
+    if (it->row.pid == pid && !it->rec->closed()) return it->rec.get();
+  return nullptr;
+}
+
+ImageRecorder& Recording::openImage(const ImageStart& s) {
+  std::optional<int64_t> parent;
+  const ImageRecorder* forkParent = nullptr;
+  if (!s.forked) {
+    // The same pid registering a fresh image: it exec'd. The old image ends here.
+    if (ImageRecorder* old = openImageOf(s.pid)) closeImage(old->id(), s.start_ns, 0, true);
+    for (auto it = images_.rbegin(); it != images_.rend(); ++it) {
+      if (it->row.pid == s.pid && it->execd) {
+        parent = it->row.id;
+        break;
+      }
+    }
+  }
+  if (!parent) {
+    // The newest image of the parent pid, preferring one still running (pids get reused).
+    Image* best = nullptr;
+    for (auto it = images_.rbegin(); it != images_.rend(); ++it) {
+      if (it->row.pid != s.ppid) continue;
+      if (!best) best = &*it;
+      if (!it->rec->closed()) {
+        best = &*it;
+        break;
+      }
+    }
+    if (best) {
+      parent = best->row.id;
+      if (s.forked) forkParent = best->rec.get();
+    }
+  }
+  Image im;
+  im.row.id = static_cast<int64_t>(images_.size()) + 1;
+  im.row.pid = s.pid;
+  im.row.ppid = s.ppid;
+  im.row.parent_id = parent;
+  im.row.command = s.command;
+  im.row.exe = s.exe;
+  im.row.start_ns = s.start_ns > opt_.origin_ns ? s.start_ns - opt_.origin_ns : 0;
+  im.row.forked = s.forked;
+  im.rec = std::make_unique<ImageRecorder>(*this, im.row.id, opt_, forkParent);
+  images_.push_back(std::move(im));
+  writeProcess(images_.back());
+  return *images_.back().rec;
+}
+
+void Recording::closeImage(int64_t id, uint64_t ts, uint64_t waitNs, bool byExec) {
+  Image* im = find(id);
+  if (!im || im->rec->closed()) return;
+  im->rec->close(ts);
+  im->row.end_ns = ts > opt_.origin_ns ? ts - opt_.origin_ns : 0;
+  im->row.wait_ns = waitNs;
+  im->execd = byExec;
+  writeProcess(*im);
+}
+
+void Recording::noteWaitStatus(uint32_t pid, int status) {
+  // The status belongs to the pid's last image (after an exec, the new program's).
+  for (auto it = images_.rbegin(); it != images_.rend(); ++it) {
+    if (it->row.pid != pid) continue;
+    it->waitStatus = status;
+    if (it->rec->closed()) writeProcess(*it);
+    return;
+  }
+}
+
+void Recording::writeProcess(Image& im) {
+  ProcessRow& row = im.row;
+  const ImageRecorder& r = *im.rec;
+  row.peak_rss = r.peakRss();
+  row.peak_heap_bytes = r.peakHeapBytes();
+  row.peak_heap_ns = r.peakHeapNs();
+  row.peak_mmap_bytes = r.peakMmapBytes();
+  row.peak_mmap_ns = r.peakMmapNs();
+  row.unknown_frees = r.unknownFrees();
+  row.ended_by.reset();
+  row.exit_code.reset();
+  row.signal.reset();
+  if (r.closed()) {
+    // A death by signal is what really ended it, even after exit() began (atexit handlers).
+    if (im.execd) {
+      row.ended_by = "exec";
+    } else if (im.waitStatus && WIFSIGNALED(*im.waitStatus)) {
+      row.ended_by = "signal";
+      row.signal = WTERMSIG(*im.waitStatus);
+    } else if (r.exitRecord()) {
+      row.ended_by = "exit";
+      row.exit_code = *r.exitRecord();
+    } else if (im.waitStatus && WIFEXITED(*im.waitStatus)) {
+      row.ended_by = "exit";
+      row.exit_code = WEXITSTATUS(*im.waitStatus);
+    } else {
+      row.ended_by = "unknown";
+    }
+  }
+  db_.writeProcess(row);
+}
+
+void Recording::finish(uint64_t ts, uint64_t lostRecords) {
+  for (Image& im : images_)
+    if (!im.rec->closed()) closeImage(im.row.id, ts, im.row.wait_ns, false);
+  int64_t peakImage = 0;
+  uint64_t peak = 0;
+  for (Image& im : images_) {
+    writeProcess(im);  // statuses may have arrived after the image closed
+    if (!peakImage || im.rec->peakHeapBytes() > peak) {
+      peakImage = im.row.id;
+      peak = im.rec->peakHeapBytes();
+    }
+  }
+  uint64_t duration = ts > opt_.origin_ns ? ts - opt_.origin_ns : 0;
+  db_.setMeta("duration_ns", std::to_string(duration));
+  db_.setMeta("wait_ns", std::to_string(totalWaitNs()));
+  db_.setMeta("lost_records", std::to_string(lostRecords));
+  db_.setMeta("fold_threshold_ns", std::to_string(opt_.fold ? opt_.fold_threshold_ns : 0));
+  db_.setMeta("bucket_ns", std::to_string(opt_.bucket_ns));
+  if (peakImage) db_.setMeta("peak_image", std::to_string(peakImage));
+  db_.commit();
+}
+
+void Recording::setWaitNs(int64_t id, uint64_t waitNs) {
+  if (Image* im = find(id)) im->row.wait_ns = waitNs;
+}
+
+uint64_t Recording::totalWaitNs() const {
+  uint64_t sum = 0;
+  for (const Image& im : images_) sum += im.row.wait_ns;
+  return sum;
+}
+
+uint64_t Recording::totalEvents() const {
+  uint64_t sum = 0;
+  for (const Image& im : images_) sum += im.rec->events();
+  return sum;
+}
+
+size_t Recording::openImages() const {
+  size_t n = 0;
+  for (const Image& im : images_) n += im.rec->closed() ? 0 : 1;
+  return n;
+}
+
+}  // namespace memledger::recorder

@@ -1,0 +1,205 @@
+// The recorder core fed with hand-made records: pairing, leaks, the exact peak with its live set,
+// temporaries, realloc chains, folding. Every number is checked in the SQLite file it writes.
+#include "recorder_test_util.h"
+
+namespace memledger::recorder {
+namespace {
+
+using namespace testutil;
+
+const std::vector<uint64_t> kFramesA = {0x401000, 0x402000, 0x403000};
+const std::vector<uint64_t> kFramesB = {0x401100, 0x402000, 0x403000};
+const std::vector<uint64_t> kFramesC = {0x401200, 0x403000};
+constexpr uint64_t kA = 0xaaaa, kB = 0xbbbb, kC = 0xcccc;
+
+class RecorderCore : public RecordingFixture {
+ protected:
+  void stacks(ImageRecorder& im) {
+    im.onRecord(stack(kA, kFramesA));
+    im.onRecord(stack(kB, kFramesB));
+    im.onRecord(stack(kC, kFramesC));
+  }
+  std::string site(uint64_t stackOrdinal, const char* col, const char* kind = "malloc") {
+    // stacks get ids 1, 2, 3 in the order kA, kB, kC were interned
+    return "SELECT " + std::string(col) + " FROM sites WHERE stack_id = " + std::to_string(stackOrdinal) +
+           " AND kind = '" + kind + "'";
+  }
+};
+
+TEST_F(RecorderCore, LeaksAndTotalsPerSite) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 100, kA));
+  im.onRecord(alloc(2 * kMs, 0x2000, 100, kA));
+  im.onRecord(alloc(3 * kMs, 0x3000, 120, kA));
+  im.onRecord(alloc(4 * kMs, 0x4000, 50, kB, 1, Op::New, AllocKind::New));
+  im.onRecord(release(5 * kMs, 0x2000));
+  finish(10 * kMs);
+
+  EXPECT_EQ(query(site(1, "alloc_count")), 3);
+  EXPECT_EQ(query(site(1, "alloc_bytes")), 320);
+  EXPECT_EQ(query(site(1, "free_count")), 1);
+  EXPECT_EQ(query(site(1, "freed_bytes")), 100);
+  EXPECT_EQ(query(site(1, "leak_count")), 2);
+  EXPECT_EQ(query(site(1, "leak_bytes")), 220);
+  EXPECT_EQ(query(site(1, "min_size")), 100);
+  EXPECT_EQ(query(site(1, "max_size")), 120);
+  EXPECT_EQ(query(site(1, "same_size_count")), 1);
+  EXPECT_EQ(query(site(1, "lifetime_ns_sum")), 3 * kMs);
+  EXPECT_EQ(query(site(1, "max_live_count")), 3);
+  EXPECT_EQ(query(site(2, "leak_bytes", "new")), 50);
+  EXPECT_EQ(query("SELECT count(*) FROM sites"), 2);
+  // Leaks are rows with no free; the freed block lived 3 ms >= the 1 ms fold threshold.
+  EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE t_free IS NULL"), 3);
+  EXPECT_EQ(query("SELECT t_free FROM allocations WHERE address = 8192"), 5 * kMs);
+  EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE op = 'new' AND kind = 'new'"), 1);
+  // Stacks: ips are interned per image, innermost first.
+  EXPECT_EQ(query("SELECT count(*) FROM stacks"), 3);
+  EXPECT_EQ(query("SELECT count(*) FROM ips"), 5);
+  EXPECT_EQ(query("SELECT length(ips) FROM stacks WHERE id = 1"), 12);
+  EXPECT_EQ(text("SELECT hex(ips) FROM stacks WHERE id = 1"), "010000000200000003000000");
+  EXPECT_EQ(text("SELECT hex(ips) FROM stacks WHERE id = 2"), "040000000200000003000000");
+  EXPECT_EQ(query("SELECT address FROM ips WHERE id = 1"), 0x401000);
+  EXPECT_EQ(query("SELECT end_ns FROM processes WHERE id = 1"), 10 * kMs);
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'duration_ns'"), 10 * kMs);
+}
+
+TEST_F(RecorderCore, PeakIsExactAndKeepsTheLiveSetAtThatInstant) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 100, kA));   // 100
+  im.onRecord(alloc(2 * kMs, 0x2000, 200, kB));   // 300
+  im.onRecord(alloc(3 * kMs, 0x3000, 400, kC));   // 700  <- the peak
+  im.onRecord(release(4 * kMs, 0x3000));          // 300
+  im.onRecord(alloc(5 * kMs, 0x4000, 300, kA));   // 600
+  im.onRecord(release(6 * kMs, 0x2000));          // 400
+  im.onRecord(alloc(7 * kMs, 0x5000, 10, kB));    // 410
+  finish(10 * kMs);
+
+  EXPECT_EQ(query("SELECT peak_heap_bytes FROM processes"), 700);
+  EXPECT_EQ(query("SELECT peak_heap_ns FROM processes"), 3 * kMs);
+  EXPECT_EQ(query(site(1, "peak_bytes")), 100);  // A: only 0x1000 was live at the peak
+  EXPECT_EQ(query(site(1, "peak_count")), 1);
+  EXPECT_EQ(query(site(2, "peak_bytes")), 200);
+  EXPECT_EQ(query(site(3, "peak_bytes")), 400);
+  EXPECT_EQ(query("SELECT sum(peak_bytes) FROM sites"), 700);
+  EXPECT_EQ(query(site(1, "leak_bytes")), 400);
+  EXPECT_EQ(query(site(2, "leak_bytes")), 10);
+  EXPECT_EQ(query(site(3, "leak_bytes")), 0);
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'peak_image'"), 1);
+}
+
+TEST_F(RecorderCore, LaterPeakReplacesTheSnapshot) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 500, kA));   // 500 peak #1
+  im.onRecord(release(2 * kMs, 0x1000));          // 0
+  im.onRecord(alloc(3 * kMs, 0x2000, 300, kB));   // 300
+  im.onRecord(alloc(4 * kMs, 0x3000, 300, kC));   // 600 peak #2
+  im.onRecord(release(5 * kMs, 0x2000));          // 300
+  finish(10 * kMs);
+  EXPECT_EQ(query("SELECT peak_heap_bytes FROM processes"), 600);
+  EXPECT_EQ(query("SELECT peak_heap_ns FROM processes"), 4 * kMs);
+  EXPECT_EQ(query(site(1, "peak_bytes")), 0);
+  EXPECT_EQ(query(site(2, "peak_bytes")), 300);
+  EXPECT_EQ(query(site(3, "peak_bytes")), 300);
+}
+
+TEST_F(RecorderCore, TemporariesArePerAllocatingThread) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 10, kA, 1));
+  im.onRecord(release(1 * kMs + 10, 0x1000, 1));     // temporary
+  im.onRecord(alloc(2 * kMs, 0x2000, 20, kA, 1));
+  im.onRecord(alloc(2 * kMs + 5, 0x3000, 30, kB, 1));
+  im.onRecord(release(2 * kMs + 10, 0x2000, 1));     // not: thread 1 allocated 0x3000 since
+  im.onRecord(alloc(3 * kMs, 0x4000, 40, kA, 2));
+  im.onRecord(alloc(3 * kMs + 1, 0x5000, 50, kB, 1));  // another thread's allocation
+  im.onRecord(release(3 * kMs + 2, 0x4000, 1));     // temporary: thread 2 allocated nothing else
+  finish(10 * kMs);
+  EXPECT_EQ(query(site(1, "temp_count")), 2);
+  EXPECT_EQ(query(site(1, "temp_bytes")), 50);
+  EXPECT_EQ(query(site(2, "temp_count")), 0);
+  // Short-lived blocks are folded: only long-lived or leaked ones are rows.
+  EXPECT_EQ(query("SELECT count(*) FROM allocations"), 2);  // 0x3000 and 0x5000 leaked
+}
+
+TEST_F(RecorderCore, ReallocChainsCountAtTheNewSite) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 16, kA));
+  im.onRecord(release(2 * kMs, 0x1000, 1, Op::Realloc));
+  im.onRecord(alloc(2 * kMs + 1, 0x9000, 4, kC, 2));  // another thread in between: no effect
+  im.onRecord(alloc(2 * kMs + 2, 0x2000, 32, kB, 1, Op::Realloc));
+  im.onRecord(release(4 * kMs, 0x2000, 1, Op::Realloc));
+  im.onRecord(alloc(4 * kMs + 1, 0x2000, 64, kB, 1, Op::Realloc));  // in place
+  im.onRecord(release(6 * kMs, 0x2000, 1, Op::Realloc));
+  im.onRecord(release(6 * kMs + 1, 0x9000, 1));                      // breaks the pair
+  im.onRecord(alloc(6 * kMs + 2, 0x3000, 128, kB, 1, Op::Realloc));  // not a realloc of a block
+  im.onRecord(alloc(7 * kMs, 0x4000, 8, kC, 1, Op::Realloc));        // realloc(NULL, n)
+  finish(10 * kMs);
+  EXPECT_EQ(query(site(2, "realloc_count")), 2);
+  EXPECT_EQ(query(site(2, "max_realloc_chain")), 2);
+  EXPECT_EQ(query(site(2, "alloc_count")), 3);
+  EXPECT_EQ(query(site(3, "realloc_count")), 0);
+  EXPECT_EQ(query(site(1, "realloc_count")), 0);
+  EXPECT_EQ(query(site(1, "temp_count")), 0);  // a realloc's free is no temporary
+  // The blocks of 1..2 ms and 2..4 ms were recorded; the in-place realloc's row points at it.
+  EXPECT_EQ(query("SELECT realloc_of FROM allocations WHERE address = 8192 AND size = 64"),
+            query("SELECT id FROM allocations WHERE address = 8192 AND size = 32"));
+  EXPECT_EQ(query("SELECT realloc_of FROM allocations WHERE size = 32"),
+            query("SELECT id FROM allocations WHERE size = 16"));
+}
+
+TEST_F(RecorderCore, MissedFreeAndUnknownFree) {
+  ImageRecorder& im = image();
+  stacks(im);
+  im.onRecord(alloc(1 * kMs, 0x1000, 10, kA));
+  im.onRecord(alloc(2 * kMs, 0x1000, 30, kB));  // same address again: the first was freed unseen
+  im.onRecord(release(3 * kMs, 0x7777));        // never allocated
+  im.onRecord(release(4 * kMs, 0x1000));
+  finish(10 * kMs);
+  EXPECT_EQ(query(site(1, "free_count")), 1);
+  EXPECT_EQ(query(site(1, "leak_count")), 0);
+  EXPECT_EQ(query(site(2, "free_count")), 1);
+  EXPECT_EQ(query("SELECT unknown_frees FROM processes"), 1);
+  EXPECT_EQ(query("SELECT peak_heap_bytes FROM processes"), 30);
+}
+
+TEST_F(RecorderCore, FoldingAndNoFold) {
+  {
+    ImageRecorder& im = image();
+    stacks(im);
+    for (uint64_t i = 0; i < 100; ++i) {
+      im.onRecord(alloc(i * 10, 0x1000 + i * 16, 8, kA));
+      im.onRecord(release(i * 10 + 5, 0x1000 + i * 16));
+    }
+    finish(10 * kMs);
+    EXPECT_EQ(query("SELECT count(*) FROM allocations"), 0);
+    EXPECT_EQ(query(site(1, "free_count")), 100);
+  }
+  RecordingOptions opt;
+  opt.fold = false;
+  open(opt);
+  ImageRecorder& im = image();
+  stacks(im);
+  for (uint64_t i = 0; i < 100; ++i) {
+    im.onRecord(alloc(i * 10, 0x1000 + i * 16, 8, kA));
+    im.onRecord(release(i * 10 + 5, 0x1000 + i * 16));
+  }
+  finish(10 * kMs);
+  EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE t_free - t_alloc = 5"), 100);
+  EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), 0);
+}
+
+TEST_F(RecorderCore, UnknownStackIsItsOwnSite) {
+  ImageRecorder& im = image();
+  im.onRecord(alloc(1 * kMs, 0x1000, 10, 0x1234));  // no Stack record ever came
+  im.onRecord(alloc(1 * kMs, 0x2000, 10, 0));       // "no stack"
+  finish(2 * kMs);
+  EXPECT_EQ(query("SELECT count(*) FROM sites"), 2);
+  EXPECT_EQ(query("SELECT count(*) FROM stacks WHERE length(ips) = 0"), 2);
+}
+
+}  // namespace
+}  // namespace memledger::recorder

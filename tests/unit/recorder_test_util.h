@@ -1,0 +1,159 @@
+// Helpers for the recorder core tests: Decoded records built by hand, a recording in a temporary
+// SQLite file, and one-value queries against it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "recorder/db_writer.h"
+#include "recorder/recording.h"
+
+namespace memledger::recorder::testutil {
+
+using wire::AllocKind;
+using wire::Op;
+using wire::RecordType;
+
+inline constexpr uint64_t kOrigin = 5'000'000'000ull;  // CLOCK_MONOTONIC of t = 0
+inline constexpr uint64_t kMs = 1'000'000ull;
+
+inline Decoded alloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t hash, uint32_t tid = 1,
+                     Op op = Op::Malloc, AllocKind kind = AllocKind::Malloc) {
+  Decoded d{};
+  d.type = RecordType::Alloc;
+  d.kind = kind;
+  d.aux = static_cast<uint16_t>(op);
+  d.tid = tid;
+  d.ts = kOrigin + t;
+  d.a = addr;
+  d.b = size;
+  d.c = hash;
+  return d;
+}
+
+inline Decoded release(uint64_t t, uint64_t addr, uint32_t tid = 1, Op op = Op::Free,
+                       AllocKind kind = AllocKind::Malloc) {
+  Decoded d{};
+  d.type = RecordType::Free;
+  d.kind = kind;
+  d.aux = static_cast<uint16_t>(op);
+  d.tid = tid;
+  d.ts = kOrigin + t;
+  d.a = addr;
+  return d;
+}
+
+inline Decoded unmap(uint64_t t, uint64_t addr, uint64_t len, uint32_t tid = 1) {
+  Decoded d{};
+  d.type = RecordType::Unmap;
+  d.kind = AllocKind::Mmap;
+  d.tid = tid;
+  d.ts = kOrigin + t;
+  d.a = addr;
+  d.b = len;
+  return d;
+}
+
+// `frames` must outlive the record (the span points into it).
+inline Decoded stack(uint64_t hash, const std::vector<uint64_t>& frames) {
+  Decoded d{};
+  d.type = RecordType::Stack;
+  d.ts = kOrigin;
+  d.a = hash;
+  d.aux = static_cast<uint16_t>(frames.size());
+  d.frames = std::span<const uint64_t>(frames.data(), frames.size());
+  return d;
+}
+
+// A recording in a fresh temporary file; query() reads it back through a second connection.
+class RecordingFixture : public ::testing::Test {
+ protected:
+  void SetUp() override { open(RecordingOptions{}); }
+  void TearDown() override {
+    rec_.reset();
+    db_.reset();
+    if (reader_) sqlite3_close(reader_);
+    if (!path_.empty()) {
+      unlink(path_.c_str());
+      unlink((path_ + "-wal").c_str());
+      unlink((path_ + "-shm").c_str());
+    }
+  }
+
+  void open(RecordingOptions opt) {
+    rec_.reset();
+    db_.reset();
+    if (reader_) sqlite3_close(reader_);
+    reader_ = nullptr;
+    if (!path_.empty()) unlink(path_.c_str());
+    char tmpl[] = "/tmp/memledger-test-XXXXXX";
+    int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    path_ = tmpl;
+    std::string err;
+    db_ = DbWriter::open(path_, &err);
+    ASSERT_TRUE(db_) << err;
+    opt.origin_ns = kOrigin;
+    rec_ = std::make_unique<Recording>(*db_, opt);
+  }
+
+  ImageRecorder& image(uint32_t pid = 100, uint32_t ppid = 1, bool forked = false) {
+    ImageStart s;
+    s.pid = pid;
+    s.ppid = ppid;
+    s.forked = forked;
+    s.command = "prog arg";
+    s.exe = "/usr/bin/prog";
+    s.start_ns = kOrigin;
+    return rec_->openImage(s);
+  }
+
+  // Finishes the recording (closing open images at t) and commits.
+  void finish(uint64_t t) {
+    rec_->finish(kOrigin + t, 0);
+    db_->commit();
+  }
+
+  int64_t query(const std::string& sql) {
+    if (!reader_) {
+      EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    }
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
+        << sql << ": " << sqlite3_errmsg(reader_);
+    int64_t v = -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;  // -1: no row, -2: NULL
+  }
+
+  std::string text(const std::string& sql) {
+    if (!reader_) {
+      EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    }
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+    std::string v = "<no row>";
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(st, 0);
+      v = t ? reinterpret_cast<const char*>(t) : "<null>";
+    }
+    sqlite3_finalize(st);
+    return v;
+  }
+
+  std::string path_;
+  std::unique_ptr<DbWriter> db_;
+  std::unique_ptr<Recording> rec_;
+  sqlite3* reader_ = nullptr;
+};
+
+}  // namespace memledger::recorder::testutil
