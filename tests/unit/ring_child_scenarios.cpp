@@ -1,0 +1,180 @@
+// Programs the transport tests trace. The unit-test binary re-executes itself with
+// MEMLEDGER_RINGTEST_CHILD=<scenario>; a static initializer runs the scenario and exits before
+// GoogleTest starts. Sizes are unique so the tests can find each allocation in the ring.
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+void* volatile g_sink;
+
+void callMark(const char* name) {
+  // The C API as a program without the header would reach it (memledger.h's weak refs do the same).
+  using Mark = void (*)(const char*);
+  if (auto mark = reinterpret_cast<Mark>(dlsym(RTLD_DEFAULT, "memledger_mark"))) mark(name);
+}
+
+__attribute__((noinline)) void* allocateSite(size_t n) {
+  void* p = malloc(n);
+  memset(p, 1, n);
+  g_sink = p;
+  return p;
+}
+
+int allocScenario() {
+  callMark("phase-x");
+  void* p = allocateSite(123456);
+  free(p);
+  void* c = calloc(3, 5000);
+  g_sink = c;
+  void* r1 = malloc(1000);
+  g_sink = r1;
+  void* r2 = realloc(r1, 100000);
+  g_sink = r2;
+  free(r2);
+  void* arr = ::operator new[](77777);
+  g_sink = arr;
+  ::operator delete[](arr);
+  void* al = ::operator new(44444, std::align_val_t(256));
+  g_sink = al;
+  ::operator delete(al, std::align_val_t(256));
+  void* pm = nullptr;
+  if (posix_memalign(&pm, 4096, 55555) == 0) free(pm);
+  void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  munmap(m, 1 << 20);
+  using Custom = void (*)(const void*, size_t);
+  using CustomFree = void (*)(const void*);
+  auto ca = reinterpret_cast<Custom>(dlsym(RTLD_DEFAULT, "memledger_alloc"));
+  auto cf = reinterpret_cast<CustomFree>(dlsym(RTLD_DEFAULT, "memledger_free"));
+  if (ca && cf) {
+    ca(reinterpret_cast<void*>(0x123400), 999);
+    cf(reinterpret_cast<void*>(0x123400));
+  }
+  free(nullptr);
+  exit(7);
+}
+
+int forkScenario() {
+  g_sink = malloc(111111);
+  pid_t child = fork();
+  if (child == 0) {
+    g_sink = malloc(222222);
+    _exit(3);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 3) return 1;
+  printf("child %d\n", static_cast<int>(child));
+  fflush(stdout);
+  return 0;
+}
+
+int segvScenario() {
+  allocateSite(333333);
+  raise(SIGSEGV);
+  return 0;
+}
+
+__attribute__((noinline)) void thrower(int depth) {
+  if (depth == 0) throw std::runtime_error("deep");
+  thrower(depth - 1);
+  g_sink = nullptr;  // keeps the recursion from becoming a tail call
+}
+
+// The program's unwinding must stay libgcc's (PLATFORM.md: a linked libunwind would take over).
+int cxxScenario() {
+  try {
+    thrower(20);
+    return 2;
+  } catch (const std::exception& e) {
+    if (strcmp(e.what(), "deep") != 0) return 3;
+  }
+  void* frames[16];
+  if (backtrace(frames, 16) < 2) return 4;
+  Dl_info info{};
+  void* raise = dlsym(RTLD_DEFAULT, "_Unwind_RaiseException");
+  if (!raise || !dladdr(raise, &info) || !strstr(info.dli_fname, "libgcc_s")) {
+    printf("_Unwind_RaiseException from %s\n", raise && info.dli_fname ? info.dli_fname : "?");
+    return 5;
+  }
+  void* bt = dlsym(RTLD_DEFAULT, "backtrace");
+  if (!bt || !dladdr(bt, &info) || !strstr(info.dli_fname, "libc.so")) return 6;
+  printf("ok\n");
+  return 0;
+}
+
+void* threadBody(void* arg) {
+  size_t size = reinterpret_cast<size_t>(arg);
+  for (int i = 0; i < 5000; ++i) {
+    void* p = malloc(size);
+    g_sink = p;
+    free(p);
+  }
+  return nullptr;
+}
+
+int threadsScenario() {
+  pthread_t t[4];
+  for (size_t i = 0; i < 4; ++i) pthread_create(&t[i], nullptr, threadBody, reinterpret_cast<void*>(1000 + i));
+  for (pthread_t& th : t) pthread_join(th, nullptr);
+  return 0;
+}
+
+// Four call sites, so the per-thread stack cache is exercised as in PLATFORM.md's baseline.
+__attribute__((noinline)) void* site(int which, size_t n) {
+  switch (which) {
+    case 0: return malloc(n);
+    case 1: return malloc(n + 16);
+    case 2: return malloc(n + 32);
+    default: return malloc(n + 48);
+  }
+}
+
+int benchScenario(long n) {
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (long i = 0; i < n; ++i) {
+    void* p = site(static_cast<int>(i & 3), 64);
+    g_sink = p;
+    free(p);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+  printf("%.1f\n", ns / static_cast<double>(n));
+  fflush(stdout);
+  return 0;
+}
+
+int runScenario(const std::string& name) {
+  if (name == "alloc") return allocScenario();
+  if (name == "fork") return forkScenario();
+  if (name == "segv") return segvScenario();
+  if (name == "cxx") return cxxScenario();
+  if (name == "threads") return threadsScenario();
+  if (name.rfind("bench:", 0) == 0) return benchScenario(std::atol(name.c_str() + 6));
+  return 100;
+}
+
+struct ChildEntry {
+  ChildEntry() {
+    if (const char* s = getenv("MEMLEDGER_RINGTEST_CHILD")) {
+      int rc = runScenario(s);
+      fflush(stdout);
+      exit(rc);
+    }
+  }
+} g_childEntry;
+
+}  // namespace
