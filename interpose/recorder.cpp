@@ -155,7 +155,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
   uint64_t i;
   if (!ring::reserve(h, slots, &i)) return;
   if (sendStack) {
-    ring::writeContinuations(h, i + 1, ips, static_cast<size_t>(n) * sizeof(uint64_t));
+    ring::writeFrameContinuations(h, i + 1, ips, static_cast<size_t>(n));
     ring::write(h, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(n), hash, 0, 0);
     i += 1 + conts;
   }

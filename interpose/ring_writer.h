@@ -47,6 +47,21 @@ inline void writeContinuations(wire::RingHeader* h, uint64_t first, const void* 
   }
 }
 
+// Stack frames: kFramesPerContinuation (5) whole frames per continuation slot, as wire.h counts
+// them (continuationSlotsForFrames); the last 4 payload bytes of each slot stay unused.
+inline void writeFrameContinuations(wire::RingHeader* h, uint64_t first, const uint64_t* ips, size_t n) {
+  for (uint64_t i = first; n > 0; ++i) {
+    size_t k = n < wire::kFramesPerContinuation ? n : wire::kFramesPerContinuation;
+    wire::Record& r = slot(h, i);
+    char* payload = reinterpret_cast<char*>(&r) + sizeof(uint32_t);
+    std::memcpy(payload, ips, k * sizeof(uint64_t));
+    std::memset(payload + k * sizeof(uint64_t), 0, wire::kContinuationBytes - k * sizeof(uint64_t));
+    r.seq.store(wire::continuationStamp(i), std::memory_order_release);
+    ips += k;
+    n -= k;
+  }
+}
+
 // Sets `detached`, prints the one stderr line, stops recording in this process image.
 void detach(wire::RingHeader* h);
 

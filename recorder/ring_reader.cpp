@@ -209,8 +209,10 @@ size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
       if (!final) return 0;
       return k;  // the head and the published part are dropped; the rest skips as unpublished
     }
-    std::memcpy(bytes + (k - 1) * wire::kContinuationBytes,
-                reinterpret_cast<const char*>(&c) + sizeof(uint32_t), wire::kContinuationBytes);
+    // Frames travel 5 whole frames per slot (wire::kFramesPerContinuation), text 44 bytes.
+    size_t chunk = d.type == wire::RecordType::Stack ? wire::kFramesPerContinuation * sizeof(uint64_t)
+                                                     : wire::kContinuationBytes;
+    std::memcpy(bytes + (k - 1) * chunk, reinterpret_cast<const char*>(&c) + sizeof(uint32_t), chunk);
   }
   if (d.type == wire::RecordType::Stack) {
     d.frames = std::span<const uint64_t>(scratch_.get(), d.aux);

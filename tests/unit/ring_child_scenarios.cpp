@@ -34,7 +34,18 @@ __attribute__((noinline)) void* allocateSite(size_t n) {
   return p;
 }
 
+// 40 frames deep: a Stack record spanning many continuation slots.
+__attribute__((noinline)) void deepAlloc(int depth) {
+  if (depth == 0) {
+    allocateSite(98765);
+    return;
+  }
+  deepAlloc(depth - 1);
+  g_sink = nullptr;  // not a tail call
+}
+
 int allocScenario() {
+  deepAlloc(40);
   callMark("phase-x");
   void* p = allocateSite(123456);
   free(p);

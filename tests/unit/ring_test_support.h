@@ -49,6 +49,8 @@ struct Image {
   uint64_t counts[static_cast<int>(RecordType::Count)] = {};
   uint64_t waitNs = 0;
   bool detached = false;
+  uint64_t slotsConsumed = 0;   // what drain/drainFinal returned
+  uint64_t slotsDelivered = 0;  // slots of the records delivered: equal unless slots were skipped
 };
 
 struct RunResult {
@@ -68,6 +70,7 @@ class Collector : public recorder::RecordSink {
   void onRecord(const recorder::Decoded& d) override {
     auto t = static_cast<size_t>(d.type);
     if (t < static_cast<size_t>(RecordType::Count)) ++image_->counts[t];
+    image_->slotsDelivered += 1 + wire::continuationSlotsFor(d.type, d.aux);
     if (!keep_) return;
     Rec r{d.type, d.kind, d.aux, d.tid, d.ts, d.a, d.b, d.c,
           std::vector<uint64_t>(d.frames.begin(), d.frames.end()), std::string(d.text)};
@@ -153,8 +156,7 @@ inline RunResult runTraced(const std::vector<std::string>& argv, const RunOption
       if (opt.heartbeat) l.reader->heartbeat(monoNs());
       if (!opt.drainWhileRunning) continue;
       Collector sink(&res.images[l.image], opt.keepRecords);
-      while (l.reader->drain(sink, 1 << 16) > 0) {
-      }
+      while (size_t n = l.reader->drain(sink, 1 << 16)) res.images[l.image].slotsConsumed += n;
     }
     readOut();
     int st;
@@ -171,7 +173,7 @@ inline RunResult runTraced(const std::vector<std::string>& argv, const RunOption
   acceptAll();
   for (Live& l : live) {
     Collector sink(&res.images[l.image], opt.keepRecords);
-    l.reader->drainFinal(sink);
+    res.images[l.image].slotsConsumed += l.reader->drainFinal(sink);
     res.images[l.image].waitNs = l.reader->waitNs();
     res.images[l.image].detached = l.reader->detached();
   }

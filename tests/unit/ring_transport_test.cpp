@@ -79,6 +79,7 @@ TEST_F(RingTransport, RecordsEveryKindOfAllocationWithStacks) {
   EXPECT_EQ(img.exe, selfExe());
   EXPECT_EQ(img.command, selfExe());
   EXPECT_FALSE(img.detached);
+  EXPECT_EQ(img.slotsConsumed, img.slotsDelivered) << "slots were skipped: a record was not published";
 
   size_t at = 0;
   const Rec* big = findAlloc(img, 123456, AllocKind::Malloc, &at);
@@ -88,6 +89,16 @@ TEST_F(RingTransport, RecordsEveryKindOfAllocationWithStacks) {
   const Rec* fr = findAfter(img, at + 1, RecordType::Free, big->a);
   ASSERT_NE(fr, nullptr) << "free of the 123456-byte block";
   EXPECT_EQ(fr->op(), Op::Free);
+
+  size_t deepAt = 0;
+  const Rec* deep = findAlloc(img, 98765, AllocKind::Malloc, &deepAt);
+  ASSERT_NE(deep, nullptr);
+  expectStackBefore(img, deep->c, deepAt);
+  for (size_t i = 0; i < deepAt; ++i) {
+    if (img.recs[i].type == RecordType::Stack && img.recs[i].a == deep->c) {
+      EXPECT_GE(img.recs[i].frames.size(), 42u);
+    }
+  }
 
   const Rec* cal = findAlloc(img, 15000, AllocKind::Malloc);
   ASSERT_NE(cal, nullptr);
@@ -227,6 +238,7 @@ TEST_F(RingTransport, ThreadsPairExactlyInRingOrder) {
     }
   }
   EXPECT_EQ(doubleAllocs, 0);
+  EXPECT_EQ(img.slotsConsumed, img.slotsDelivered);
   for (uint64_t s = 1000; s < 1004; ++s) EXPECT_EQ(perSize[s], 5000) << "size " << s;
   EXPECT_FALSE(img.detached);
 }
@@ -239,6 +251,7 @@ TEST_F(RingTransport, RealProgramsRunUnchanged) {
   ASSERT_EQ(py.images.size(), 1u);
   EXPECT_EQ(py.images[0].command, "/usr/bin/python3 -c print(1)");
   EXPECT_GT(py.images[0].counts[static_cast<int>(RecordType::Alloc)], 100u);
+  EXPECT_EQ(py.images[0].slotsConsumed, py.images[0].slotsDelivered);
 
   RunResult ct = runTraced({"/usr/bin/python3", "-c",
                             "import ctypes; l=ctypes.CDLL(None); p=l.malloc(123456); l.free(p)"});
