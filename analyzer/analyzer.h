@@ -101,10 +101,10 @@ class Recording {
 // Filters shared by the focused views (leaks, peak sites, phases, suggestions).
 
 struct Filter {
-  std::optional<int64_t> pid;                 // OS pid; all images with this pid
-  std::optional<std::string> kind;            // site kind: malloc | new | mmap | custom | ...
-  std::optional<int64_t> t_from_ns, t_to_ns;  // inclusive time range (allocation time)
-  std::optional<size_t> top;                  // keep the first N sites of each list
+  std::optional<int64_t> pid = {};            // OS pid; all images with this pid
+  std::optional<std::string> kind = {};       // site kind: malloc | new | mmap | custom | ...
+  std::optional<int64_t> t_from_ns = {}, t_to_ns = {};  // inclusive time range (allocation time)
+  std::optional<size_t> top = {};             // keep the first N sites of each list
 };
 
 // ---------------------------------------------------------------------------------------------

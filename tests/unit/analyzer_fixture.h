@@ -1,0 +1,210 @@
+// Hand-made recordings for the analyzer tests: the real schema (schemas/memledger.sql) executed
+// into a temporary file, then rows with exact numbers, so every expected value is known.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace memledger::testing {
+
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string tempPath(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("memledger-analyzer-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+struct FrameSpec {
+  const char* function = nullptr;  // nullptr: unknown
+  const char* file = nullptr;
+  int line = 0;
+};
+
+struct SiteSpec {
+  int64_t stack = 0;
+  const char* kind = "malloc";
+  int64_t image = 1;
+  int64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
+  int64_t leak_count = 0, leak_bytes = 0, peak_count = 0, peak_bytes = 0;
+  int64_t temp_count = 0, temp_bytes = 0, realloc_count = 0;
+  int64_t max_live_count = 0, max_live_bytes = 0, min_size = 0, max_size = 0;
+  int64_t same_size_count = 0, lifetime_ns_sum = 0, max_realloc_chain = 0;
+};
+
+struct ProcessSpec {
+  int64_t id = 1;
+  int64_t pid = 1000;
+  int64_t ppid = 1;
+  const char* command = "./prog";
+  int64_t start_ns = 0;
+  int64_t end_ns = 1000000000;
+  const char* ended_by = "exit";
+  int64_t exit_code = 0;
+  int64_t peak_rss = 0;
+  int64_t peak_heap_bytes = 0, peak_heap_ns = 0, peak_mmap_bytes = 0, peak_mmap_ns = 0;
+};
+
+struct TimelineSpec {
+  int64_t image = 1;
+  int64_t t_ns = 0;
+  int64_t heap_bytes = 0, heap_max = -1, heap_min = -1;  // -1: same as heap_bytes
+  int64_t mmap_bytes = 0;
+  int64_t rss_bytes = -1, anon_bytes = -1;  // -1: NULL
+  int64_t allocs = 0, frees = 0, alloc_bytes = 0;
+};
+
+class RecordingBuilder {
+ public:
+  explicit RecordingBuilder(const std::string& name, bool complete = true) : path_(tempPath(name)) {
+    std::filesystem::remove(path_);
+    EXPECT_EQ(sqlite3_open(path_.c_str(), &db_), SQLITE_OK);
+    exec("PRAGMA synchronous = OFF; PRAGMA journal_mode = MEMORY;");
+    exec(readFile(std::string(MEMLEDGER_SOURCE_DIR) + "/schemas/memledger.sql"));
+    exec("BEGIN");
+    meta("schema_version", "1");
+    meta("memledger_version", "0.1.0");
+    meta("bucket_ns", "1000000");
+    meta("duration_ns", "1000000000");
+    if (complete) meta("complete", "1");
+  }
+  ~RecordingBuilder() {
+    if (db_) sqlite3_close(db_);
+  }
+
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << "\n  in: " << sql.substr(0, 200);
+    sqlite3_free(err);
+  }
+  static std::string q(const char* s) {
+    if (!s) return "NULL";
+    char* m = sqlite3_mprintf("%Q", s);
+    std::string out(m);
+    sqlite3_free(m);
+    return out;
+  }
+
+  void meta(const std::string& key, const std::string& value) {
+    exec("INSERT OR REPLACE INTO meta VALUES (" + q(key.c_str()) + "," + q(value.c_str()) + ")");
+  }
+
+  void process(const ProcessSpec& p) {
+    std::ostringstream s;
+    s << "INSERT INTO processes (id, pid, ppid, command, start_ns, end_ns, ended_by, exit_code, peak_rss, "
+         "peak_heap_bytes, peak_heap_ns, peak_mmap_bytes, peak_mmap_ns) VALUES ("
+      << p.id << "," << p.pid << "," << p.ppid << "," << q(p.command) << "," << p.start_ns << ","
+      << p.end_ns << "," << q(p.ended_by) << "," << p.exit_code << "," << p.peak_rss << ","
+      << p.peak_heap_bytes << "," << p.peak_heap_ns << "," << p.peak_mmap_bytes << "," << p.peak_mmap_ns << ")";
+    exec(s.str());
+  }
+
+  // A stack of one ip per frame (plus inline frames listed in `inlined` for the first ip).
+  int64_t stack(int64_t image, const std::vector<FrameSpec>& frames, const char* module = "/usr/bin/prog",
+                const std::vector<FrameSpec>& inlined = {}) {
+    int64_t moduleId = ++modules_;
+    exec("INSERT INTO modules (id, image_id, path, bias, start, end, load_ns) VALUES (" +
+         std::to_string(moduleId) + "," + std::to_string(image) + "," + q(module) + ",0,0,0,0)");
+    std::string blob;
+    bool first = true;
+    for (const FrameSpec& f : frames) {
+      int64_t ip = ++ips_;
+      exec("INSERT INTO ips VALUES (" + std::to_string(ip) + "," + std::to_string(image) + "," +
+           std::to_string(0x1000 + ip) + "," + std::to_string(moduleId) + ")");
+      int depth = 0;
+      if (first)
+        for (const FrameSpec& in : inlined) addFrame(ip, depth++, in);
+      addFrame(ip, depth, f);
+      first = false;
+      for (int b = 0; b < 4; ++b) {
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned>((ip >> (8 * b)) & 0xff));
+        blob += hex;
+      }
+    }
+    int64_t id = ++stacks_;
+    exec("INSERT INTO stacks VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + blob + "')");
+    return id;
+  }
+  // A stack whose ip has no frames rows at all (not symbolized).
+  int64_t rawStack(int64_t image) {
+    int64_t ip = ++ips_;
+    exec("INSERT INTO ips VALUES (" + std::to_string(ip) + "," + std::to_string(image) + ",4096,NULL)");
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", unsigned(ip & 0xff), unsigned((ip >> 8) & 0xff),
+                  unsigned((ip >> 16) & 0xff), unsigned((ip >> 24) & 0xff));
+    int64_t id = ++stacks_;
+    exec("INSERT INTO stacks VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + hex + "')");
+    return id;
+  }
+
+  void site(const SiteSpec& s) {
+    std::ostringstream o;
+    o << "INSERT INTO sites VALUES (" << s.stack << "," << q(s.kind) << "," << s.image << ","
+      << s.alloc_count << "," << s.alloc_bytes << "," << s.free_count << "," << s.freed_bytes << ","
+      << s.leak_count << "," << s.leak_bytes << "," << s.peak_count << "," << s.peak_bytes << ","
+      << s.temp_count << "," << s.temp_bytes << "," << s.realloc_count << "," << s.max_live_count << ","
+      << s.max_live_bytes << "," << s.min_size << "," << s.max_size << "," << s.same_size_count << ","
+      << s.lifetime_ns_sum << "," << s.max_realloc_chain << ")";
+    exec(o.str());
+  }
+
+  // t_free < 0: never freed.
+  void alloc(int64_t image, int64_t stack, int64_t address, int64_t size, int64_t t_alloc,
+             int64_t t_free = -1, const char* kind = "malloc") {
+    std::ostringstream o;
+    o << "INSERT INTO allocations (image_id, tid, kind, op, address, size, stack_id, t_alloc, t_free) VALUES ("
+      << image << ",1," << q(kind) << ",'malloc'," << address << "," << size << "," << stack << ","
+      << t_alloc << "," << (t_free < 0 ? std::string("NULL") : std::to_string(t_free)) << ")";
+    exec(o.str());
+  }
+
+  void timeline(const TimelineSpec& t) {
+    auto orNull = [](int64_t v) { return v < 0 ? std::string("NULL") : std::to_string(v); };
+    std::ostringstream o;
+    o << "INSERT INTO timeline VALUES (" << t.image << "," << t.t_ns << "," << t.heap_bytes << ","
+      << (t.heap_max < 0 ? t.heap_bytes : t.heap_max) << "," << (t.heap_min < 0 ? t.heap_bytes : t.heap_min)
+      << "," << t.mmap_bytes << "," << orNull(t.rss_bytes) << "," << orNull(t.anon_bytes) << ","
+      << t.allocs << "," << t.frees << "," << t.alloc_bytes << ")";
+    exec(o.str());
+  }
+
+  void marker(int64_t image, int64_t t_ns, const char* name) {
+    exec("INSERT INTO markers VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + "," + q(name) + ")");
+  }
+
+  // Commits and closes; returns the file path.
+  std::string finish() {
+    exec("COMMIT");
+    sqlite3_close(db_);
+    db_ = nullptr;
+    return path_;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  void addFrame(int64_t ip, int depth, const FrameSpec& f) {
+    exec("INSERT INTO frames VALUES (" + std::to_string(ip) + "," + std::to_string(depth) + "," + q(f.function) +
+         "," + q(f.file) + "," + (f.line ? std::to_string(f.line) : std::string("NULL")) + ")");
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  int64_t modules_ = 0, ips_ = 0, stacks_ = 0;
+};
+
+}  // namespace memledger::testing

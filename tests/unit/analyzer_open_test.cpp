@@ -1,0 +1,188 @@
+// Opening recordings: every kind of bad file gives its own typed error and one-line message.
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <random>
+
+#include "analyzer/analyzer.h"
+#include "analyzer_fixture.h"
+
+using namespace memledger::analyzer;
+using memledger::testing::RecordingBuilder;
+using memledger::testing::tempPath;
+
+namespace {
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+ErrorKind openError(const std::string& path, std::string* message = nullptr) {
+  try {
+    Recording::open(path);
+  } catch (const RecordingError& e) {
+    if (message) *message = e.what();
+    return e.kind();
+  }
+  ADD_FAILURE() << "opening " << path << " did not fail";
+  return ErrorKind::Corrupt;
+}
+
+// A valid recording with enough rows to span many pages, so truncation cuts real data.
+std::string bigRecording(const std::string& name) {
+  RecordingBuilder b(name);
+  b.process({.peak_heap_bytes = 100});
+  int64_t s = b.stack(1, {{"f", "f.c", 1}});
+  b.site({.stack = s, .alloc_count = 5000, .alloc_bytes = 5000});
+  for (int i = 0; i < 5000; ++i) b.alloc(1, s, 0x10000 + 16 * i, 1, i);
+  return b.finish();
+}
+
+}  // namespace
+
+TEST(AnalyzerOpen, MissingFile) {
+  std::string msg;
+  std::string path = tempPath("does-not-exist.db");
+  EXPECT_EQ(openError(path, &msg), ErrorKind::NotFound);
+  EXPECT_EQ(msg, "memledger: cannot open '" + path + "': No such file or directory");
+}
+
+TEST(AnalyzerOpen, EmptyFile) {
+  std::string path = tempPath("empty.db");
+  writeBytes(path, "");
+  std::string msg;
+  EXPECT_EQ(openError(path, &msg), ErrorKind::NotARecording);
+  EXPECT_EQ(msg, "memledger: '" + path + "' is not a memledger recording");
+}
+
+TEST(AnalyzerOpen, RandomBytes) {
+  std::string path = tempPath("random.db");
+  std::mt19937 rng(42);
+  std::string bytes(8192, '\0');
+  for (auto& c : bytes) c = static_cast<char>(rng());
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path), ErrorKind::NotARecording);
+}
+
+TEST(AnalyzerOpen, TextFile) {
+  std::string path = tempPath("text.db");
+  writeBytes(path, "hello, this is not a database\n");
+  EXPECT_EQ(openError(path), ErrorKind::NotARecording);
+}
+
+TEST(AnalyzerOpen, TruncatedFile) {
+  std::string path = bigRecording("truncated.db");
+  auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 16384u);
+  std::filesystem::resize_file(path, size / 2 / 4096 * 4096);  // whole pages, but too few
+  std::string msg;
+  EXPECT_EQ(openError(path, &msg), ErrorKind::Corrupt);
+  EXPECT_EQ(msg, "memledger: '" + path + "' is truncated or corrupt");
+}
+
+TEST(AnalyzerOpen, TruncatedMidPageAndInsideHeader) {
+  std::string path = bigRecording("truncated2.db");
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
+  EXPECT_EQ(openError(path), ErrorKind::Corrupt);
+  std::filesystem::resize_file(path, 50);  // the magic is there, the header is cut
+  EXPECT_EQ(openError(path), ErrorKind::Corrupt);
+}
+
+TEST(AnalyzerOpen, DamagedPagesAreCorruptNotACrash) {
+  std::string path = bigRecording("damaged.db");
+  std::string bytes = memledger::testing::readFile(path);
+  std::mt19937 rng(7);
+  for (size_t i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>(rng());
+  writeBytes(path, bytes);
+  try {
+    auto rec = Recording::open(path);
+    report(rec);
+    ADD_FAILURE() << "a damaged recording was read without error";
+  } catch (const RecordingError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Corrupt);
+  }
+}
+
+TEST(AnalyzerOpen, ForeignSqliteFile) {
+  std::string path = tempPath("foreign.db");
+  std::filesystem::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x');", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  std::string msg;
+  EXPECT_EQ(openError(path, &msg), ErrorKind::NotARecording);
+  EXPECT_EQ(msg, "memledger: '" + path + "' is not a memledger recording");
+}
+
+TEST(AnalyzerOpen, NewerSchemaVersion) {
+  RecordingBuilder b("newer.db");
+  b.process({});
+  b.exec("PRAGMA user_version = 2");
+  std::string path = b.finish();
+  std::string msg;
+  EXPECT_EQ(openError(path, &msg), ErrorKind::NewerVersion);
+  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 2 > 1)");
+}
+
+TEST(AnalyzerOpen, MetaWithoutTheOtherTablesIsCorrupt) {
+  std::string path = tempPath("half.db");
+  std::filesystem::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version = 1; CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);",
+               nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_EQ(openError(path), ErrorKind::Corrupt);
+}
+
+TEST(AnalyzerOpen, IncompleteRecordingIsReadable) {
+  RecordingBuilder b("incomplete.db", /*complete=*/false);
+  b.process({.peak_heap_bytes = 4096, .peak_heap_ns = 5});
+  auto rec = Recording::open(b.finish());
+  EXPECT_FALSE(rec.info().complete);
+  EXPECT_EQ(peak(rec).bytes, 4096);
+  EXPECT_FALSE(toJson(report(rec))["recording"]["complete"].get<bool>());
+}
+
+TEST(AnalyzerOpen, CompleteRecordingSaysSo) {
+  RecordingBuilder b("complete.db");
+  b.process({});
+  auto rec = Recording::open(b.finish());
+  EXPECT_TRUE(rec.info().complete);
+  EXPECT_EQ(rec.info().schema_version, 1);
+  EXPECT_EQ(rec.info().bucket_ns, 1000000);
+  EXPECT_EQ(rec.info().duration_ns, 1000000000);
+}
+
+// The recorder writes in WAL mode and may be SIGKILLed: what it committed must still be readable.
+TEST(AnalyzerOpen, KilledRecorderInWalModeIsReadable) {
+  std::string path = tempPath("killed-wal.db");
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    std::string schema = memledger::testing::readFile(std::string(MEMLEDGER_SOURCE_DIR) + "/schemas/memledger.sql");
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF;", nullptr, nullptr, nullptr);
+    sqlite3_exec(db, schema.c_str(), nullptr, nullptr, nullptr);
+    sqlite3_exec(db,
+                 "INSERT INTO processes (id, pid, ppid, command, start_ns, peak_heap_bytes) "
+                 "VALUES (1, 77, 1, 'victim', 0, 12345)",
+                 nullptr, nullptr, nullptr);
+    _exit(0);  // no close, no checkpoint: like a SIGKILL after the last commit
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
+  auto rec = Recording::open(path);
+  EXPECT_FALSE(rec.info().complete);
+  auto procs = processes(rec);
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].pid, 77);
+  EXPECT_EQ(peak(rec).bytes, 12345);
+}
