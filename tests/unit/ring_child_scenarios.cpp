@@ -168,7 +168,25 @@ int benchScenario(long n) {
   return 0;
 }
 
+// A library loaded and unloaded at run time; its allocations' stacks start inside it.
+int dlopenScenario() {
+  void* h = dlopen("libexpat.so.1", RTLD_NOW);
+  if (!h) return 2;
+  using Create = void* (*)(const char*);
+  using Destroy = void (*)(void*);
+  auto create = reinterpret_cast<Create>(dlsym(h, "XML_ParserCreate"));
+  auto destroy = reinterpret_cast<Destroy>(dlsym(h, "XML_ParserFree"));
+  if (!create || !destroy) return 3;
+  void* parser = create(nullptr);
+  if (!parser) return 4;
+  destroy(parser);
+  if (dlclose(h) != 0) return 5;
+  g_sink = malloc(31337);
+  return 0;
+}
+
 int runScenario(const std::string& name) {
+  if (name == "dlopen") return dlopenScenario();
   if (name == "alloc") return allocScenario();
   if (name == "fork") return forkScenario();
   if (name == "segv") return segvScenario();

@@ -278,6 +278,68 @@ TEST_F(RingTransport, RealProgramsRunUnchanged) {
   ASSERT_EQ(sq.images.size(), 1u);
 }
 
+TEST_F(RingTransport, ModulesComeAndGoAroundTheirStacks) {
+  RunResult r = runChild("dlopen");
+  ASSERT_TRUE(WIFEXITED(r.status));
+  ASSERT_EQ(WEXITSTATUS(r.status), 0);
+  ASSERT_EQ(r.images.size(), 1u);
+  const Image& img = r.images[0];
+  EXPECT_EQ(img.slotsConsumed, img.slotsDelivered);
+  size_t modAt = img.recs.size(), stackAt = img.recs.size(), goneAt = img.recs.size(), endAt = 0;
+  const Rec* mod = nullptr;
+  for (size_t i = 0; i < img.recs.size(); ++i) {
+    const Rec& rec = img.recs[i];
+    if (rec.type == RecordType::Module && rec.text.find("libexpat.so") != std::string::npos) {
+      mod = &rec;
+      modAt = i;
+    } else if (mod && rec.type == RecordType::Stack && stackAt == img.recs.size() &&
+               rec.frames[0] >= mod->b && rec.frames[0] < mod->c) {
+      stackAt = i;
+    } else if (mod && rec.type == RecordType::ModuleGone && rec.a == mod->a && rec.b == mod->b) {
+      goneAt = i;
+    } else if (rec.type == RecordType::Alloc && rec.b == 31337) {
+      endAt = i;
+    }
+  }
+  ASSERT_NE(mod, nullptr) << "no Module record for libexpat";
+  EXPECT_LT(modAt, stackAt) << "the module must be known before a stack that runs in it";
+  ASSERT_LT(stackAt, img.recs.size()) << "no allocation with libexpat as the innermost frame";
+  EXPECT_LT(stackAt, goneAt);
+  ASSERT_LT(goneAt, img.recs.size()) << "no ModuleGone after dlclose";
+  EXPECT_LT(goneAt, endAt);
+}
+
+TEST_F(RingTransport, ExecdImageRegistersAnew) {
+  RunResult r = runTraced({"/usr/bin/python3", "-c",
+                           "import os; os.execv('/usr/bin/python3', ['python3', '-c', 'pass'])"});
+  ASSERT_TRUE(WIFEXITED(r.status));
+  EXPECT_EQ(WEXITSTATUS(r.status), 0);
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(r.images[0].hello.pid, r.images[1].hello.pid);
+  EXPECT_EQ(r.images[1].hello.forked, 0u);
+  EXPECT_EQ(r.images[1].command, "python3 -c pass");
+  char real[4096];
+  ASSERT_NE(realpath("/usr/bin/python3", real), nullptr);
+  EXPECT_EQ(r.images[1].exe, real);
+}
+
+TEST_F(RingTransport, NoFollowRecordsOnlyTheFirstImage) {
+  RunOptions opt;
+  opt.env.push_back("MEMLEDGER_NO_FOLLOW=1");
+  RunResult r = runTraced({"/usr/bin/python3", "-c",
+                           "import os, subprocess\n"
+                           "subprocess.run(['/usr/bin/python3', '-c', 'pass'], check=True)\n"
+                           "pid = os.fork()\n"
+                           "if pid == 0: os._exit(0)\n"
+                           "os.waitpid(pid, 0)\n"
+                           "print(os.environ.get('MEMLEDGER_DIR', 'unset'))"},
+                          opt);
+  ASSERT_TRUE(WIFEXITED(r.status));
+  EXPECT_EQ(WEXITSTATUS(r.status), 0);
+  EXPECT_EQ(r.out, "unset\n");
+  EXPECT_EQ(r.images.size(), 1u);
+}
+
 // A recorder that registered the ring but stopped answering: the writer waits ~2 s, then gives
 // up with one stderr line and the program runs on to its normal end.
 TEST_F(RingTransport, WriterDetachesWhenTheRecorderIsGone) {
