@@ -1,0 +1,200 @@
+// Symbolizer against a real -g -O2 library compiled at test time from tests/fixtures/, plus
+// libc's malloc from this very process. The fixture is dlopened so its addresses come from a real
+// mapping and its load bias from the dynamic loader, exactly as the recorder will see them.
+#include "recorder/symbolizer.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+using memledger::recorder::SymbolFrame;
+using memledger::recorder::Symbolizer;
+
+namespace {
+
+const std::string kFixtureSource = MEMLEDGER_SOURCE_DIR "/tests/fixtures/symbolizer_fixture.cpp";
+const std::string kBuildId = "5e1f0a11ed0c0ffee0ddba11c0de0123456789ab";
+
+// Line of the first source line containing "MARK:<name>", 0 when absent.
+int markerLine(const std::string& name) {
+  std::ifstream in(kFixtureSource);
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line)
+    if (text.find("MARK:" + name) != std::string::npos) return line;
+  return 0;
+}
+
+int run(const std::string& command) {
+  return std::system(("{ " + command + "; } >/dev/null 2>&1").c_str());
+}
+
+// Module-relative address (runtime - load bias) of a loaded object's code address.
+uint64_t relativeTo(void* handle, uintptr_t runtime) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr) return 0;
+  return runtime - map->l_addr;
+}
+
+class SymbolizerTest : public ::testing::Test {
+ protected:
+  // Builds the fixture once: the library with DWARF, a fully stripped copy (only .dynsym left),
+  // and a copy whose DWARF sits in a separate file found through .gnu_debuglink.
+  static void SetUpTestSuite() {
+    if (run("command -v g++ && command -v objcopy && command -v strip") != 0) {
+      skipReason_ = "g++/objcopy/strip not installed";
+      return;
+    }
+    char tmpl[] = "/tmp/memledger-symbolizer-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      skipReason_ = "cannot create a temporary directory";
+      return;
+    }
+    dir_ = tmpl;
+    library_ = dir_ + "/libfixture.so";
+    stripped_ = dir_ + "/libfixture_stripped.so";
+    fs::create_directories(dir_ + "/linked");
+    debugLinked_ = dir_ + "/linked/libfixture.so";
+    const std::string debugFile = dir_ + "/linked/libfixture.debug";
+    if (run("g++ -g -O2 -fPIC -shared -Wl,--build-id=0x" + kBuildId + " -o " + library_ + " " +
+            kFixtureSource) != 0 ||
+        run("strip --strip-all -o " + stripped_ + " " + library_) != 0 ||
+        run("objcopy --only-keep-debug " + library_ + " " + debugFile) != 0 ||
+        run("objcopy --strip-debug --add-gnu-debuglink=" + debugFile + " " + library_ + " " +
+            debugLinked_) != 0) {
+      failure_ = "compiling or stripping the fixture failed";
+      return;
+    }
+    handle_ = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) {
+      failure_ = std::string("dlopen: ") + dlerror();
+      return;
+    }
+    auto entry = reinterpret_cast<uintptr_t (*)(int)>(dlsym(handle_, "fixture_return_address_in_inline"));
+    if (entry == nullptr) {
+      failure_ = "fixture entry point not exported";
+      return;
+    }
+    // What a stack walk reports is the return address; the recorder passes ip - 1 so the lookup
+    // lands on the call instruction, not on the line after it.
+    inlineCallSite_ = relativeTo(handle_, entry(4)) - 1;
+    entryAddress_ = relativeTo(handle_, reinterpret_cast<uintptr_t>(entry));
+  }
+
+  static void TearDownTestSuite() {
+    if (handle_ != nullptr) dlclose(handle_);
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  void SetUp() override {
+    if (!skipReason_.empty()) GTEST_SKIP() << skipReason_;
+    ASSERT_TRUE(failure_.empty()) << failure_;
+  }
+
+  static void expectInlineChain(const std::vector<SymbolFrame>& frames) {
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].function, "fixture::inner(int)");
+    EXPECT_EQ(frames[0].file, kFixtureSource);
+    EXPECT_EQ(frames[0].line, markerLine("inner_call"));
+    EXPECT_EQ(frames[1].function, "fixture::outer(int)");
+    EXPECT_EQ(frames[1].file, kFixtureSource);
+    EXPECT_EQ(frames[1].line, markerLine("outer_call"));
+  }
+
+  static inline std::string skipReason_, failure_, dir_, library_, stripped_, debugLinked_;
+  static inline void* handle_ = nullptr;
+  static inline uint64_t inlineCallSite_ = 0, entryAddress_ = 0;
+};
+
+TEST_F(SymbolizerTest, InlineChainInnermostFirstWithCallSites) {
+  ASSERT_GT(markerLine("inner_call"), 0);
+  ASSERT_GT(markerLine("outer_call"), 0);
+  Symbolizer symbolizer;
+  expectInlineChain(symbolizer.symbolize(library_, inlineCallSite_));
+  // The second answer comes from the cache and must be the same.
+  expectInlineChain(symbolizer.symbolize(library_, inlineCallSite_));
+}
+
+TEST_F(SymbolizerTest, CFunctionWithoutLinkageNameKeepsPlainName) {
+  Symbolizer symbolizer;
+  auto frames = symbolizer.symbolize(library_, entryAddress_);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "fixture_return_address_in_inline");
+  EXPECT_EQ(frames[0].file, kFixtureSource);
+  EXPECT_GT(frames[0].line, markerLine("outer_call"));
+}
+
+TEST_F(SymbolizerTest, StrippedLibraryFallsBackToDynamicSymbols) {
+  ASSERT_NE(run("readelf -S " + stripped_ + " | grep -q debug_info"), 0) << "strip left DWARF";
+  Symbolizer symbolizer;
+  auto frames = symbolizer.symbolize(stripped_, inlineCallSite_);
+  // Without DWARF the inlined function is invisible; the exported function containing it is not.
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "fixture::outer(int)");
+  EXPECT_EQ(frames[0].file, "");
+  EXPECT_EQ(frames[0].line, 0);
+  EXPECT_EQ(symbolizer.symbolize(stripped_, entryAddress_)[0].function,
+            "fixture_return_address_in_inline");
+}
+
+TEST_F(SymbolizerTest, SeparateDebugFileFoundThroughDebuglink) {
+  ASSERT_NE(run("readelf -S " + debugLinked_ + " | grep -q debug_info"), 0);
+  Symbolizer symbolizer;
+  expectInlineChain(symbolizer.symbolize(debugLinked_, inlineCallSite_));
+}
+
+TEST_F(SymbolizerTest, BuildIdIsTheLinkersNote) {
+  Symbolizer symbolizer;
+  EXPECT_EQ(symbolizer.buildId(library_), kBuildId);
+  EXPECT_EQ(symbolizer.buildId(stripped_), kBuildId);
+  EXPECT_EQ(symbolizer.buildId("/nonexistent/libnothing.so"), "");
+}
+
+TEST_F(SymbolizerTest, AddressOutsideAnyFunctionGivesOneEmptyFrame) {
+  Symbolizer symbolizer;
+  auto frames = symbolizer.symbolize(library_, 0);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "");
+}
+
+TEST(SymbolizerLibc, MallocResolvesToAMallocFunction) {
+  void* malloc_address = dlsym(RTLD_DEFAULT, "malloc");
+  ASSERT_NE(malloc_address, nullptr);
+  Dl_info info{};
+  ASSERT_NE(dladdr(malloc_address, &info), 0);
+  ASSERT_NE(info.dli_fname, nullptr);
+  void* libc = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  const uint64_t address = relativeTo(libc, reinterpret_cast<uintptr_t>(malloc_address));
+  dlclose(libc);
+
+  Symbolizer symbolizer;
+  auto frames = symbolizer.symbolize(info.dli_fname, address);
+  ASSERT_FALSE(frames.empty());
+  // Whether libc6-dbg is installed (DWARF: __libc_malloc) or not (symbol table: malloc).
+  EXPECT_NE(frames.back().function.find("malloc"), std::string::npos) << frames.back().function;
+  EXPECT_NE(symbolizer.buildId(info.dli_fname), "");
+}
+
+TEST(SymbolizerErrors, MissingOrNonElfFileGivesOneEmptyFrame) {
+  Symbolizer symbolizer;
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the second answer is the cached failure
+    auto frames = symbolizer.symbolize("/nonexistent/libnothing.so", 0x1234);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].function, "");
+    EXPECT_EQ(frames[0].file, "");
+    EXPECT_EQ(frames[0].line, 0);
+  }
+  auto frames = symbolizer.symbolize(kFixtureSource, 0x10);  // a text file, not ELF
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "");
+  EXPECT_EQ(symbolizer.symbolize("", 0x10).size(), 1u);
+}
+
+}  // namespace
