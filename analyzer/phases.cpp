@@ -49,8 +49,9 @@ std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageC
     Last& l = last[image];
     l.heap = q.i64(2);
     l.mmap = q.i64(5);
-    if (!q.isNull(6)) l.rss = q.i64(6);
-    if (!q.isNull(7)) l.anon = q.i64(7);
+    // A row's own NULL sample stays NULL ("no sample yet"); only idle images carry forward.
+    l.rss = q.optI64(6);
+    l.anon = q.optI64(7);
     touched.push_back(image);
     p.heap_bytes += l.heap;
     p.heap_max += q.i64(3);
