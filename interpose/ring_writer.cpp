@@ -51,14 +51,24 @@ bool reserve(wire::RingHeader* h, uint32_t n, uint64_t* start) {
   uint64_t s = h->head.fetch_add(n, std::memory_order_relaxed);
   *start = s;
   if (ML_LIKELY(roomFor(h, s + n))) return true;
-  return waitForRoom(h, s + n);
+  if (waitForRoom(h, s + n)) return true;
+  h->lost.fetch_add(1, std::memory_order_relaxed);  // the record this reservation was for
+  return false;
 }
 
 void detach(wire::RingHeader* h) {
   h->detached.store(1, std::memory_order_release);
+  g_detachedRing = h;
   wire::RingHeader* expected = h;
   g_active.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   if (g_detachReported.exchange(1) == 0) writeStderr("memledger: recorder gone, recording stopped\n");
 }
 
 }  // namespace memledger::preload::ring
+
+namespace memledger::preload {
+wire::RingHeader* g_detachedRing = nullptr;
+void noteLost() {
+  if (wire::RingHeader* h = g_detachedRing) h->lost.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace memledger::preload

@@ -249,6 +249,7 @@ void childAfterFork() {
   t_state.inFork = 0;
   if (pid == g_pid) return;  // already switched (the handler and the wrapper both call this)
   g_active.store(nullptr, std::memory_order_release);
+  g_detachedRing = nullptr;  // the parent's detach is not the child's
   g_pid = pid;
   t_state.tid = 0;
   uint32_t saved = t_state.busy;

@@ -66,6 +66,17 @@ struct Reals {
 };
 extern Reals R;
 
+// Signals: the guard is per thread and covers the whole hook (real call, stack capture, ring
+// append). A signal handler that allocates while its thread is inside a hook therefore runs the
+// real function untracked: the ring it interrupted is never touched twice from one thread (no
+// torn record, no reservation the interrupted writer could be made to wait behind), at the
+// price of not recording the handler's allocation (a later free of it is an unknown free to the
+// recorder). A handler that interrupts code outside any hook records normally with its own slots.
+// A handler that longjmps out of a hook leaves the guard set: that thread stops recording.
+//
+// vfork: a vfork child shares the parent's memory and TLS until exec; whatever it allocates
+// (nothing, if it follows POSIX) is recorded as the parent's. posix_spawn children allocate nothing.
+//
 // Per-thread state. `__thread` on a POD (no TLS wrapper function) with the initial-exec model
 // (set for the whole target): an access is one %fs-relative load, never __tls_get_addr.
 struct StackCache;
@@ -82,6 +93,9 @@ extern __thread ThreadState t_state;
 // detach so writers that already hold a reservation finish safely.
 extern std::atomic<wire::RingHeader*> g_active;
 extern std::atomic<uint32_t> g_ringGen;  // bumped for every new ring (fork child): caches reset
+// After a detach: the abandoned ring, whose `lost` counts the calls no longer recorded.
+extern wire::RingHeader* g_detachedRing;
+void noteLost();
 
 void bootstrap();        // resolves R and starts recording; idempotent, safe to call from any hook
 extern std::atomic<int> g_bootState;  // 2 once bootstrap finished
@@ -94,7 +108,10 @@ inline bool enter() {
   if (ML_UNLIKELY(!bootstrapped())) bootstrap();
   if (t_state.busy) return false;
   if (ML_UNLIKELY(t_state.inFork)) forkCheck();
-  if (!g_active.load(std::memory_order_acquire)) return false;
+  if (!g_active.load(std::memory_order_acquire)) {
+    if (ML_UNLIKELY(g_detachedRing != nullptr)) noteLost();
+    return false;
+  }
   t_state.busy = 1;
   return true;
 }

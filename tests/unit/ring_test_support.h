@@ -49,6 +49,7 @@ struct Image {
   uint64_t counts[static_cast<int>(RecordType::Count)] = {};
   uint64_t waitNs = 0;
   bool detached = false;
+  uint32_t lost = 0;
   uint64_t slotsConsumed = 0;   // what drain/drainFinal returned
   uint64_t slotsDelivered = 0;  // slots of the records delivered: equal unless slots were skipped
 };
@@ -176,6 +177,7 @@ inline RunResult runTraced(const std::vector<std::string>& argv, const RunOption
     res.images[l.image].slotsConsumed += l.reader->drainFinal(sink);
     res.images[l.image].waitNs = l.reader->waitNs();
     res.images[l.image].detached = l.reader->detached();
+    res.images[l.image].lost = l.reader->lost();
   }
   readOut();
   close(pipefd[0]);
