@@ -15,9 +15,5 @@ int notYet(const char* what) {
 int cmdRecord(int, char**) { return notYet("record"); }
 int cmdReport(int, char**) { return notYet("report"); }
 int cmdView(const char* view, int, char**) { return notYet(view); }
-int cmdCheck(int, char**) { return notYet("check"); }
-int cmdDiff(int, char**) { return notYet("diff"); }
-int cmdExport(int, char**) { return notYet("export"); }
-int cmdMark(int, char**) { return notYet("mark"); }
 
 }  // namespace memledger::cli

@@ -1,0 +1,193 @@
+#include "analyzer/diff.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "analyzer/check.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+std::string baseName(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+struct Side {
+  DiffAmounts amounts;
+  Stack stack;
+};
+
+using SiteMap = std::map<std::pair<std::string, std::string>, Side>;  // (key, kind)
+
+SiteMap collect(const Recording& rec) {
+  SiteMap out;
+  for (const auto& s : sites(rec)) {
+    Side& side = out[{siteKey(s.stack), s.kind}];
+    if (side.stack.empty()) side.stack = s.stack;
+    DiffAmounts& a = side.amounts;
+    a.leak_count += s.leak_count;
+    a.leak_bytes += s.leak_bytes;
+    a.peak_bytes += s.peak_bytes;
+    a.alloc_count += s.alloc_count;
+    a.alloc_bytes += s.alloc_bytes;
+    a.temp_count += s.temp_count;
+    a.temp_bytes += s.temp_bytes;
+  }
+  return out;
+}
+
+bool sameAmounts(const DiffAmounts& x, const DiffAmounts& y) {
+  return x.leak_count == y.leak_count && x.leak_bytes == y.leak_bytes && x.peak_bytes == y.peak_bytes &&
+         x.alloc_count == y.alloc_count && x.alloc_bytes == y.alloc_bytes && x.temp_count == y.temp_count &&
+         x.temp_bytes == y.temp_bytes;
+}
+
+int64_t heapPeak(const Recording& rec) {
+  int64_t best = 0;
+  for (const auto& p : processes(rec)) best = std::max(best, p.peak_heap_bytes);
+  return best;
+}
+
+nlohmann::json amountsJson(const DiffAmounts& a) {
+  return {{"leak_count", a.leak_count},   {"leak_bytes", a.leak_bytes},   {"peak_bytes", a.peak_bytes},
+          {"alloc_count", a.alloc_count}, {"alloc_bytes", a.alloc_bytes}, {"temp_count", a.temp_count},
+          {"temp_bytes", a.temp_bytes}};
+}
+
+std::string signedNum(int64_t v) { return (v > 0 ? "+" : "") + std::to_string(v); }
+
+}  // namespace
+
+std::string siteKey(const Stack& stack) {
+  std::string key;
+  for (const Frame& f : stack) {
+    if (!key.empty()) key += ';';
+    if (f.function)
+      key += *f.function + "@" + (f.file ? baseName(*f.file) : std::string());
+    else
+      key += "??@" + (f.module ? baseName(*f.module) : std::string());
+  }
+  return key;
+}
+
+const char* diffStatusName(DiffStatus s) {
+  switch (s) {
+    case DiffStatus::New: return "new";
+    case DiffStatus::Gone: return "gone";
+    case DiffStatus::Changed: return "changed";
+    case DiffStatus::Same: return "same";
+  }
+  return "same";
+}
+
+DiffResult diff(const Recording& a, const Recording& b) {
+  DiffResult r;
+  r.totals_a = totals(a);
+  r.totals_b = totals(b);
+  r.peak_a = heapPeak(a);
+  r.peak_b = heapPeak(b);
+  SiteMap sa = collect(a), sb = collect(b);
+  for (const auto& [k, side] : sa) {
+    r.leak_bytes_a += side.amounts.leak_bytes;
+    r.leak_count_a += side.amounts.leak_count;
+  }
+  for (const auto& [k, side] : sb) {
+    r.leak_bytes_b += side.amounts.leak_bytes;
+    r.leak_count_b += side.amounts.leak_count;
+  }
+  auto add = [&](const std::pair<std::string, std::string>& k, const Side* x, const Side* y) {
+    SiteDiff d;
+    d.key = k.first;
+    d.kind = k.second;
+    if (x) d.a = x->amounts;
+    if (y) d.b = y->amounts;
+    d.stack = y ? y->stack : x->stack;
+    d.status = !x ? DiffStatus::New : !y ? DiffStatus::Gone : sameAmounts(d.a, d.b) ? DiffStatus::Same : DiffStatus::Changed;
+    if (d.status == DiffStatus::Same) return;
+    for (int64_t delta : {d.b.leak_bytes - d.a.leak_bytes, d.b.peak_bytes - d.a.peak_bytes,
+                          d.b.alloc_bytes - d.a.alloc_bytes, d.b.temp_bytes - d.a.temp_bytes})
+      d.impact = std::max(d.impact, delta < 0 ? -delta : delta);
+    r.sites.push_back(std::move(d));
+  };
+  for (const auto& [k, side] : sa) {
+    auto it = sb.find(k);
+    add(k, &side, it == sb.end() ? nullptr : &it->second);
+  }
+  for (const auto& [k, side] : sb)
+    if (!sa.count(k)) add(k, nullptr, &side);
+  // Biggest change first; ties by key so the output is stable.
+  std::stable_sort(r.sites.begin(), r.sites.end(), [](const SiteDiff& x, const SiteDiff& y) {
+    if (x.impact != y.impact) return x.impact > y.impact;
+    return x.key < y.key;
+  });
+  return r;
+}
+
+nlohmann::json toJson(const DiffResult& d) {
+  nlohmann::json sitesJson = nlohmann::json::array();
+  for (const auto& s : d.sites) {
+    DiffAmounts delta{s.b.leak_count - s.a.leak_count, s.b.leak_bytes - s.a.leak_bytes,
+                      s.b.peak_bytes - s.a.peak_bytes, s.b.alloc_count - s.a.alloc_count,
+                      s.b.alloc_bytes - s.a.alloc_bytes, s.b.temp_count - s.a.temp_count,
+                      s.b.temp_bytes - s.a.temp_bytes};
+    sitesJson.push_back({{"status", diffStatusName(s.status)},
+                         {"kind", s.kind},
+                         {"key", s.key},
+                         {"impact_bytes", s.impact},
+                         {"a", amountsJson(s.a)},
+                         {"b", amountsJson(s.b)},
+                         {"delta", amountsJson(delta)},
+                         {"stack", toJson(s.stack)}});
+  }
+  return {{"totals",
+           {{"a", toJson(d.totals_a)},
+            {"b", toJson(d.totals_b)},
+            {"peak_bytes", {{"a", d.peak_a}, {"b", d.peak_b}, {"delta", d.peak_b - d.peak_a}}},
+            {"leak_bytes", {{"a", d.leak_bytes_a}, {"b", d.leak_bytes_b}, {"delta", d.leak_bytes_b - d.leak_bytes_a}}},
+            {"leak_count", {{"a", d.leak_count_a}, {"b", d.leak_count_b}, {"delta", d.leak_count_b - d.leak_count_a}}}}},
+          {"sites", std::move(sitesJson)}};
+}
+
+std::string formatDiff(const DiffResult& d, size_t top) {
+  std::ostringstream o;
+  o << "heap peak:      " << d.peak_a << " -> " << d.peak_b << " bytes (" << signedNum(d.peak_b - d.peak_a) << ")\n";
+  o << "leaked:         " << d.leak_bytes_a << " -> " << d.leak_bytes_b << " bytes ("
+    << signedNum(d.leak_bytes_b - d.leak_bytes_a) << "), " << d.leak_count_a << " -> " << d.leak_count_b
+    << " blocks\n";
+  o << "allocated:      " << d.totals_a.allocated_bytes << " -> " << d.totals_b.allocated_bytes << " bytes ("
+    << signedNum(d.totals_b.allocated_bytes - d.totals_a.allocated_bytes) << "), " << d.totals_a.allocations
+    << " -> " << d.totals_b.allocations << " allocations\n";
+  o << "temporary:      " << d.totals_a.temporary_bytes << " -> " << d.totals_b.temporary_bytes << " bytes\n";
+  if (d.sites.empty()) {
+    o << "no site changed\n";
+    return o.str();
+  }
+  o << d.sites.size() << " sites changed, biggest change first:\n";
+  size_t n = 0;
+  for (const auto& s : d.sites) {
+    if (top && n >= top) {
+      o << "... " << d.sites.size() - n << " more (--top 0 shows all)\n";
+      break;
+    }
+    ++n;
+    o << "[" << diffStatusName(s.status) << "] " << s.kind << "  impact " << s.impact << " bytes\n";
+    auto row = [&](const char* what, int64_t x, int64_t y) {
+      if (x == y) return;
+      o << "    " << what << ": " << x << " -> " << y << " (" << signedNum(y - x) << ")\n";
+    };
+    row("leaked bytes", s.a.leak_bytes, s.b.leak_bytes);
+    row("leaked blocks", s.a.leak_count, s.b.leak_count);
+    row("peak bytes", s.a.peak_bytes, s.b.peak_bytes);
+    row("allocated bytes", s.a.alloc_bytes, s.b.alloc_bytes);
+    row("allocations", s.a.alloc_count, s.b.alloc_count);
+    row("temporary bytes", s.a.temp_bytes, s.b.temp_bytes);
+    for (size_t i = 0; i < s.stack.size() && i < 8; ++i) o << "    #" << i << " " << frameLine(s.stack[i]) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,67 @@
+#include <set>
+
+#include "analyzer/export_formats.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+// Trace Event timestamps are microseconds; fractions keep nanosecond precision.
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+constexpr int kCounterTid = 0;
+constexpr int kPhaseTid = 1;
+
+}  // namespace
+
+nlohmann::json exportChromeTrace(const Recording& rec) {
+  nlohmann::json events = nlohmann::json::array();
+  std::vector<Process> procs = processes(rec);
+  std::set<int64_t> named;
+  for (const auto& p : procs) {
+    // An exec'd image keeps its pid: one track per pid, named after the first image seen.
+    if (named.insert(p.pid).second) {
+      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", p.pid}, {"tid", kCounterTid},
+                        {"args", {{"name", p.command}}}});
+    }
+    for (const auto& t : timeline(rec, p.image_id)) {
+      events.push_back({{"ph", "C"}, {"name", "heap"}, {"pid", p.pid}, {"tid", kCounterTid}, {"ts", us(t.t_ns)},
+                        {"args", {{"bytes", t.heap_bytes}}}});
+      events.push_back({{"ph", "C"}, {"name", "mmap"}, {"pid", p.pid}, {"tid", kCounterTid}, {"ts", us(t.t_ns)},
+                        {"args", {{"bytes", t.mmap_bytes}}}});
+      if (t.rss_bytes)
+        events.push_back({{"ph", "C"}, {"name", "RSS"}, {"pid", p.pid}, {"tid", kCounterTid}, {"ts", us(t.t_ns)},
+                          {"args", {{"bytes", *t.rss_bytes}}}});
+    }
+    if (p.peak_heap_bytes > 0)
+      events.push_back({{"ph", "i"}, {"name", "heap peak"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
+                        {"ts", us(p.peak_heap_ns)}, {"args", {{"bytes", p.peak_heap_bytes}}}});
+    if (p.end_ns)
+      events.push_back({{"ph", "i"}, {"name", "process end"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
+                        {"ts", us(*p.end_ns)},
+                        {"args", {{"ended_by", p.ended_by.value_or("unknown")},
+                                  {"exit_code", p.exit_code ? nlohmann::json(*p.exit_code) : nlohmann::json()},
+                                  {"signal", p.signal ? nlohmann::json(*p.signal) : nlohmann::json()}}}});
+  }
+  for (const auto& m : markers(rec))
+    events.push_back({{"ph", "i"}, {"name", m.name}, {"s", "p"}, {"pid", rec.pidOf(m.image_id)},
+                      {"tid", kCounterTid}, {"ts", us(m.t_ns)}, {"cat", "marker"}});
+  // Phases span the whole recording: they go on their own thread of the started program.
+  int64_t phasePid = procs.empty() ? 0 : procs.front().pid;
+  std::vector<Phase> ph = phases(rec);
+  if (!ph.empty())
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", phasePid}, {"tid", kPhaseTid},
+                      {"args", {{"name", "phases"}}}});
+  for (const auto& p : ph)
+    events.push_back({{"ph", "X"}, {"name", p.name}, {"cat", "phase"}, {"pid", phasePid}, {"tid", kPhaseTid},
+                      {"ts", us(p.start_ns)}, {"dur", us(p.end_ns - p.start_ns)},
+                      {"args", {{"peak_bytes", p.peak_bytes}, {"allocated_bytes", p.allocated_bytes},
+                                {"freed_bytes", p.freed_bytes}, {"from_marker", p.from_marker}}}});
+  const RecordingInfo& info = rec.info();
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData", {{"generator", "memledger " + info.version}, {"command", info.command},
+                         {"start_wall", info.start_wall}}}};
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,61 @@
+#include <map>
+
+#include "analyzer/export_formats.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+// Folded lines split frames on ';' and the value on the last space: keep names free of ';' and
+// line breaks so a C++ name can never shift the columns.
+std::string foldedName(const Frame& f) {
+  std::string name;
+  if (f.function) {
+    name = *f.function;
+  } else if (f.module) {
+    auto slash = f.module->rfind('/');
+    name = "[" + (slash == std::string::npos ? *f.module : f.module->substr(slash + 1)) + "]";
+  } else {
+    name = "??";
+  }
+  for (char& c : name)
+    if (c == ';' || c == '\n' || c == '\r') c = ':';
+  return name;
+}
+
+}  // namespace
+
+std::optional<Metric> parseMetric(std::string_view text) {
+  if (text == "leaked") return Metric::Leaked;
+  if (text == "peak") return Metric::Peak;
+  if (text == "allocated") return Metric::Allocated;
+  if (text == "count") return Metric::Count;
+  return std::nullopt;
+}
+
+std::string exportFolded(const Recording& rec, Metric metric) {
+  std::optional<int64_t> peakImage = rec.info().peak_image;
+  std::map<std::string, int64_t> lines;
+  for (const auto& s : sites(rec)) {
+    int64_t value = 0;
+    switch (metric) {
+      case Metric::Leaked: value = s.leak_bytes; break;
+      case Metric::Peak: value = (!peakImage || s.image_id == *peakImage) ? s.peak_bytes : 0; break;
+      case Metric::Allocated: value = s.alloc_bytes; break;
+      case Metric::Count: value = s.alloc_count; break;
+    }
+    if (value <= 0) continue;
+    std::string line;
+    for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) {
+      if (!line.empty()) line += ';';
+      line += foldedName(*it);
+    }
+    if (line.empty()) line = "[no stack]";
+    lines[line] += value;
+  }
+  std::string out;
+  for (const auto& [stack, value] : lines) out += stack + " " + std::to_string(value) + "\n";
+  return out;
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,88 @@
+// `memledger export FILE --format F`: a recording in the formats other tools read.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "analyzer/export_formats.h"
+#include "ci_errors.h"
+#include "commands.h"
+
+namespace memledger::cli {
+
+namespace an = memledger::analyzer;
+
+int cmdExport(int argc, char** argv) {
+  CLI::App app{"memledger export: a recording as folded stacks, Chrome trace, pprof or JSON", "memledger export"};
+  app.footer(
+      "\nFormats:\n"
+      "  folded        collapsed stacks, outermost first (\"main;f;g 4096\") for flamegraph.pl, speedscope,\n"
+      "                inferno; the value is --metric: leaked (default), peak, allocated (bytes), count\n"
+      "  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): heap/mmap/RSS counters per process,\n"
+      "                markers and peaks as instants, phases as slices\n"
+      "  pprof         gzipped profile.proto: alloc_objects, alloc_space, inuse_objects, inuse_space\n"
+      "                (inuse = still live at exit); written to -o, or to stdout when it is not a terminal\n"
+      "  json          the full report (as `memledger report --json`)\n");
+  std::string file, format, out, metricName = "leaked";
+  app.add_option("FILE", file, "the recording")->required();
+  app.add_option("--format,-f", format, "folded | chrome-trace | pprof | json")->required();
+  app.add_option("-o,--output", out, "output file (default: stdout)");
+  app.add_option("--metric", metricName, "folded value: leaked | peak | allocated | count");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "memledger: export: %s\n", e.what());
+    return 2;
+  }
+  auto metric = an::parseMetric(metricName);
+  if (!metric) {
+    std::fprintf(stderr, "memledger: export: --metric '%s' is not leaked, peak, allocated or count\n",
+                 metricName.c_str());
+    return 2;
+  }
+  if (format != "folded" && format != "chrome-trace" && format != "pprof" && format != "json") {
+    std::fprintf(stderr, "memledger: export: unknown --format '%s' (folded, chrome-trace, pprof, json)\n",
+                 format.c_str());
+    return 2;
+  }
+  if (format == "pprof" && out.empty() && isatty(STDOUT_FILENO)) {
+    std::fprintf(stderr, "memledger: export: pprof is binary: give -o FILE or redirect stdout\n");
+    return 2;
+  }
+  std::string data;
+  try {
+    an::Recording rec = an::Recording::open(file);
+    if (format == "folded")
+      data = an::exportFolded(rec, *metric);
+    else if (format == "chrome-trace")
+      data = an::exportChromeTrace(rec).dump() + "\n";
+    else if (format == "pprof")
+      data = an::exportPprof(rec);
+    else
+      data = an::toJson(an::report(rec)).dump(2) + "\n";
+  } catch (const std::exception& e) {
+    return recordingErrorExit(e);
+  }
+  if (out.empty() || out == "-") {
+    if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "memledger: export: cannot write to stdout\n");
+      return 2;
+    }
+    return 0;
+  }
+  std::ofstream o(out, std::ios::binary | std::ios::trunc);
+  o.write(data.data(), static_cast<std::streamsize>(data.size()));
+  o.close();
+  if (!o) {
+    std::fprintf(stderr, "memledger: export: cannot write '%s'\n", out.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace memledger::cli
