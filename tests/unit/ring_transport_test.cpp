@@ -90,6 +90,25 @@ TEST_F(RingTransport, RecordsEveryKindOfAllocationWithStacks) {
   ASSERT_NE(fr, nullptr) << "free of the 123456-byte block";
   EXPECT_EQ(fr->op(), Op::Free);
 
+  // libstdc++ allocates its exception emergency pool before any constructor of ours runs
+  // (DESIGN "Known traps"): it must be in the ring, with a stack that starts in libstdc++.
+  const Rec* stdcxx = nullptr;
+  for (const Rec& rec : img.recs) {
+    if (rec.type == RecordType::Module && rec.text.find("libstdc++") != std::string::npos) stdcxx = &rec;
+  }
+  ASSERT_NE(stdcxx, nullptr);
+  bool earlyPool = false;
+  for (size_t i = 0; i < img.recs.size() && !earlyPool; ++i) {
+    const Rec& rec = img.recs[i];
+    if (rec.type != RecordType::Alloc || rec.b < 64 * 1024) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const Rec& s = img.recs[j];
+      if (s.type == RecordType::Stack && s.a == rec.c && s.frames[0] >= stdcxx->b && s.frames[0] < stdcxx->c)
+        earlyPool = true;
+    }
+  }
+  EXPECT_TRUE(earlyPool) << "libstdc++'s emergency pool allocation was not recorded";
+
   size_t deepAt = 0;
   const Rec* deep = findAlloc(img, 98765, AllocKind::Malloc, &deepAt);
   ASSERT_NE(deep, nullptr);
@@ -307,6 +326,31 @@ TEST_F(RingTransport, ModulesComeAndGoAroundTheirStacks) {
   EXPECT_LT(stackAt, goneAt);
   ASSERT_LT(goneAt, img.recs.size()) << "no ModuleGone after dlclose";
   EXPECT_LT(goneAt, endAt);
+}
+
+// dlopen must keep the caller's identity: glibc searches the *calling* object's RUNPATH, so the
+// hook may only tail-call the real dlopen. A library with RUNPATH $ORIGIN/sub dlopens a library
+// by bare name from there.
+TEST_F(RingTransport, DlopenKeepsTheCallersRunpath) {
+  if (system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
+  char tmpl[] = "/tmp/memledger-runpath.XXXXXX";
+  std::string d = mkdtemp(tmpl);
+  std::string build =
+      "cd " + d + " && mkdir sub && "
+      "printf 'int inner(void){return 42;}' > inner.c && "
+      "printf '#include <dlfcn.h>\\nint outer(void){void*h=dlopen(\"libinner.so\",RTLD_NOW);"
+      "if(!h)return 1;return ((int(*)(void))dlsym(h,\"inner\"))();}' > outer.c && "
+      "printf '#include <stdio.h>\\nint outer(void);int main(void){printf(\"%%d\\\\n\",outer());return 0;}' > main.c && "
+      "cc -shared -fPIC -o sub/libinner.so inner.c && "
+      "cc -shared -fPIC -o libouter.so outer.c -Wl,--enable-new-dtags,-rpath,'$ORIGIN/sub' -ldl && "
+      "cc -o main main.c -L. -louter -Wl,-rpath,'$ORIGIN'";
+  ASSERT_EQ(system(build.c_str()), 0) << build;
+  RunResult r = runTraced({d + "/main"});
+  system(("rm -rf " + d).c_str());
+  ASSERT_TRUE(WIFEXITED(r.status));
+  EXPECT_EQ(WEXITSTATUS(r.status), 0);
+  EXPECT_EQ(r.out, "42\n");
+  ASSERT_EQ(r.images.size(), 1u);
 }
 
 TEST_F(RingTransport, ExecdImageRegistersAnew) {
