@@ -120,7 +120,9 @@ TEST_P(ReliabilityBadFile, ExitsTwoWithOneLine) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\nstderr:\n" << r.err;
   EXPECT_EQ(r.err.rfind("memledger: ", 0), 0u) << cmd << "\nstderr:\n" << r.err;
   EXPECT_NE(r.err.find(bad), std::string::npos) << cmd << "\nstderr:\n" << r.err;
-  if (badName == "newer") EXPECT_NE(r.err.find("newer"), std::string::npos) << r.err;
+  if (badName == "newer") {
+    EXPECT_NE(r.err.find("newer"), std::string::npos) << r.err;
+  }
   // Nothing was written over the bad file (readers open read-only).
   if (badName == "truncated") {
     EXPECT_EQ(std::filesystem::file_size(bad), std::filesystem::file_size(goodRecording()) / 2);
@@ -166,7 +168,9 @@ TEST_P(ReliabilityUsage, IsAUsageError) {
   EXPECT_NE(r.err.find("memledger"), std::string::npos) << cmd << "\nstderr:\n" << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << cmd << "\n" << r.err;
   // A usage error records nothing.
-  if (c.status == 2 && !c.args.empty() && c.args[0] == "record") EXPECT_FALSE(std::filesystem::exists(tmp.file("o.db"))) << cmd;
+  if (c.status == 2 && !c.args.empty() && c.args[0] == "record") {
+    EXPECT_FALSE(std::filesystem::exists(tmp.file("o.db"))) << cmd;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

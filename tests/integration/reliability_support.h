@@ -196,7 +196,9 @@ class Spawned {
 
   // Reads until stdout contains `needle`; false on EOF or timeout.
   bool waitForOutput(const std::string& needle, double timeoutSeconds) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeoutSeconds));
     while (result_.out.find(needle) == std::string::npos) {
       if (outFd_ < 0 && errFd_ < 0) return false;
       if (!pump(deadline)) return false;
@@ -207,7 +209,9 @@ class Spawned {
   // Reads until both pipes reach EOF (every process holding them ended), then reaps the command.
   // On timeout the whole group is killed and timedOut is set.
   RunResult finish(double timeoutSeconds) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeoutSeconds));
     while (outFd_ >= 0 || errFd_ >= 0) {
       if (!pump(deadline)) {
         result_.timedOut = true;
@@ -270,7 +274,8 @@ inline std::string readFile(const std::string& path) {
 
 // Waits up to `seconds` for a file to exist (a daemon or orphan that outlives its recorder).
 inline bool waitForFile(const std::string& path, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(seconds));
   while (!std::filesystem::exists(path)) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
