@@ -1,5 +1,6 @@
-// operator new / delete, every libstdc++ variant. new allocates through the real malloc (or
-// posix_memalign for aligned new) exactly as libstdc++'s operators do, so one record of kind New
+// operator new / delete, every libstdc++ variant. new allocates through malloc (or
+// posix_memalign for aligned new) as the global scope resolves it, exactly as libstdc++'s
+// operators do, so one record of kind New
 // is made and the guard is never held across code that can throw. Only when memory runs out do
 // we defer to libstdc++'s own operator: it runs the new_handler loop and throws std::bad_alloc.
 #include <new>
@@ -17,7 +18,7 @@ namespace {
 void* newPlain(size_t n, Op op) {
   size_t bytes = n ? n : 1;
   bool rec = enter();
-  void* p = R.malloc ? R.malloc(bytes) : bootAlloc(bytes, 16);
+  void* p = R.globalMalloc ? R.globalMalloc(bytes) : bootAlloc(bytes, 16);
   if (rec) {
     if (p) recordAlloc(p, n, AllocKind::New, op);
     leave();
@@ -31,8 +32,8 @@ void* newAligned(size_t n, std::align_val_t al, Op op) {
   size_t bytes = n ? n : 1;
   bool rec = enter();
   void* p = nullptr;
-  if (R.posix_memalign) {
-    if (R.posix_memalign(&p, align, bytes) != 0) p = nullptr;
+  if (R.globalPosixMemalign) {
+    if (R.globalPosixMemalign(&p, align, bytes) != 0) p = nullptr;
   } else {
     p = bootAlloc(bytes, align);
   }
@@ -46,11 +47,11 @@ void* newAligned(size_t n, std::align_val_t al, Op op) {
 void deleteAny(void* p, Op op) {
   if (!p || isBootPointer(p)) return;
   if (!enter()) {
-    if (R.free) R.free(p);
+    if (R.globalFree) R.globalFree(p);
     return;
   }
   Reservation r = reserveRelease();
-  R.free(p);
+  R.globalFree(p);
   publishRelease(r, p, 0, AllocKind::New, op);
   leave();
 }

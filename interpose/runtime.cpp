@@ -78,6 +78,10 @@ void resolveReals() {
   resolve(R.waitid, "waitid");
   resolve(R.fork, "fork");
   resolve(R._Fork, "_Fork");
+  R.globalMalloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "malloc"));
+  R.globalFree = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "free"));
+  R.globalPosixMemalign =
+      reinterpret_cast<int (*)(void**, size_t, size_t)>(dlsym(RTLD_DEFAULT, "posix_memalign"));
   resolve(R.opNew, "_Znwm");
   resolve(R.opNewArray, "_Znam");
   resolve(R.opNewAligned, "_ZnwmSt11align_val_t");

@@ -53,6 +53,12 @@ struct Reals {
   int (*waitid)(idtype_t, id_t, siginfo_t*, int);
   pid_t (*fork)();
   pid_t (*_Fork)();
+  // malloc/free/posix_memalign as the program's global scope resolves them (usually our own
+  // hooks, which pass through while the guard is held). operator new/delete use these, so a
+  // program that brings its own allocator in the executable keeps new and free paired.
+  void* (*globalMalloc)(size_t);
+  void (*globalFree)(void*);
+  int (*globalPosixMemalign)(void**, size_t, size_t);
   // libstdc++'s operators, used only when an allocation failed: they run the new_handler loop
   // and throw std::bad_alloc, which this library (built without exceptions) cannot do itself.
   void* (*opNew)(size_t);
