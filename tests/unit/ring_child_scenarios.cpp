@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,7 +127,20 @@ int cxxScenario() {
   return 0;
 }
 
+// Allocates in a thread_local destructor, after the thread's own cleanup ran.
+struct LateAllocator {
+  bool armed = false;
+  ~LateAllocator() {
+    if (!armed) return;
+    void* p = malloc(4321);
+    g_sink = p;
+    free(p);
+  }
+};
+thread_local LateAllocator t_late;
+
 void* threadBody(void* arg) {
+  t_late.armed = true;
   size_t size = reinterpret_cast<size_t>(arg);
   for (int i = 0; i < 5000; ++i) {
     void* p = malloc(size);
@@ -185,7 +199,35 @@ int dlopenScenario() {
   return 0;
 }
 
+// A signal handler that allocates (wrongly, but programs do), firing while the main thread is
+// inside the hooks most of the time.
+volatile sig_atomic_t g_handled = 0;
+void allocatingHandler(int) {
+  void* p = malloc(777);
+  g_sink = p;
+  free(p);
+  g_handled = g_handled + 1;
+}
+
+int signalsScenario() {
+  struct sigaction sa {};
+  sa.sa_handler = allocatingHandler;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every{{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+  for (int i = 0; i < 300000 || g_handled < 50; ++i) {
+    void* p = malloc(555);
+    g_sink = p;
+    free(p);
+  }
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  printf("handled\n");
+  return 0;
+}
+
 int runScenario(const std::string& name) {
+  if (name == "signals") return signalsScenario();
   if (name == "dlopen") return dlopenScenario();
   if (name == "alloc") return allocScenario();
   if (name == "fork") return forkScenario();

@@ -259,7 +259,34 @@ TEST_F(RingTransport, ThreadsPairExactlyInRingOrder) {
   EXPECT_EQ(doubleAllocs, 0);
   EXPECT_EQ(img.slotsConsumed, img.slotsDelivered);
   for (uint64_t s = 1000; s < 1004; ++s) EXPECT_EQ(perSize[s], 5000) << "size " << s;
+  EXPECT_EQ(perSize[4321], 4) << "allocations in thread_local destructors";
   EXPECT_FALSE(img.detached);
+}
+
+// Handlers that allocate while their thread is inside a hook run untracked (runtime.h): the
+// ring stays intact, and the handler's allocations made outside hooks are recorded.
+TEST_F(RingTransport, AllocatingSignalHandlersDoNotCorruptTheRing) {
+  RunResult r = runChild("signals");
+  ASSERT_TRUE(WIFEXITED(r.status));
+  ASSERT_EQ(WEXITSTATUS(r.status), 0);
+  EXPECT_EQ(r.out, "handled\n");
+  ASSERT_EQ(r.images.size(), 1u);
+  const Image& img = r.images[0];
+  EXPECT_EQ(img.slotsConsumed, img.slotsDelivered);
+  std::unordered_map<uint64_t, uint64_t> live;
+  int doubleAllocs = 0, handlerAllocs = 0, mainAllocs = 0;
+  for (const Rec& rec : img.recs) {
+    if (rec.type == RecordType::Alloc && rec.kind == AllocKind::Malloc) {
+      doubleAllocs += !live.emplace(rec.a, rec.b).second;
+      handlerAllocs += rec.b == 777;
+      mainAllocs += rec.b == 555;
+    } else if (rec.type == RecordType::Free) {
+      live.erase(rec.a);
+    }
+  }
+  EXPECT_EQ(doubleAllocs, 0);
+  EXPECT_GE(mainAllocs, 300000);
+  EXPECT_GT(handlerAllocs, 0);
 }
 
 TEST_F(RingTransport, RealProgramsRunUnchanged) {
