@@ -205,6 +205,13 @@ int bindingRank(unsigned char binding, const char* name) {
   return rank;
 }
 
+// A compile unit's address range, for modules without (complete) .debug_aranges.
+struct CuRange {
+  uint64_t low = 0, high = 0;  // module addresses, high exclusive
+  Dwarf_Die* cu = nullptr;     // owned by the Dwfl session
+  Dwarf_Addr bias = 0;
+};
+
 }  // namespace
 
 struct Symbolizer::Impl {
@@ -215,6 +222,8 @@ struct Symbolizer::Impl {
     std::vector<FunctionSymbol> symbols;  // sorted by start
     std::unordered_map<uint64_t, std::vector<SymbolFrame>> frames;
     std::unordered_map<Dwarf_Off, std::unique_ptr<ScopeIndex>> scopes;  // by CU DIE offset
+    bool cuRangesBuilt = false;
+    std::vector<CuRange> cuRanges;  // sorted by low; only built when .debug_aranges falls short
 
     Module() = default;
     Module(const Module&) = delete;
@@ -299,10 +308,38 @@ struct Symbolizer::Impl {
     return best != nullptr ? best->name : nullptr;
   }
 
+  // libdw finds CUs through .debug_aranges, which clang (and rustc) do not emit by default. The
+  // fallback reads every CU DIE's ranges once: CU headers only, no full DIE trees.
+  static Dwarf_Die* cuFromRanges(Module& m, uint64_t address, Dwarf_Addr* bias) {
+    if (!m.cuRangesBuilt) {
+      m.cuRangesBuilt = true;
+      Dwarf_Addr cuBias = 0;
+      for (Dwarf_Die* cu = nullptr; (cu = dwfl_module_nextcu(m.mod, cu, &cuBias)) != nullptr;) {
+        Dwarf_Addr base = 0, low = 0, high = 0;
+        for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &low, &high)) > 0;)
+          if (high > low) m.cuRanges.push_back({low + cuBias, high + cuBias, cu, cuBias});
+      }
+      std::sort(m.cuRanges.begin(), m.cuRanges.end(),
+                [](const CuRange& a, const CuRange& b) { return a.low < b.low; });
+    }
+    auto it = std::upper_bound(m.cuRanges.begin(), m.cuRanges.end(), address,
+                               [](uint64_t a, const CuRange& r) { return a < r.low; });
+    // CU ranges may overlap (code of discarded COMDAT sections keeps ranges at 0): look back a bit.
+    for (int steps = 0; it != m.cuRanges.begin() && steps < 16; ++steps) {
+      --it;
+      if (address < it->high) {
+        *bias = it->bias;
+        return it->cu;
+      }
+    }
+    return nullptr;
+  }
+
   static std::vector<SymbolFrame> resolve(Module& m, uint64_t address) {
     std::vector<SymbolFrame> frames;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = dwfl_module_addrdie(m.mod, address, &bias);
+    if (cu == nullptr) cu = cuFromRanges(m, address, &bias);
     if (cu == nullptr) {
       frames.push_back({symbolName(m, address), {}, 0});
       return frames;

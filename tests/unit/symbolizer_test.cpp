@@ -149,6 +149,22 @@ TEST_F(SymbolizerTest, SeparateDebugFileFoundThroughDebuglink) {
   expectInlineChain(symbolizer.symbolize(debugLinked_, inlineCallSite_));
 }
 
+// clang emits no .debug_aranges: the compile unit must be found from the CU DIEs' own ranges.
+TEST_F(SymbolizerTest, ClangLibraryWithoutArangesKeepsInlineChain) {
+  if (run("command -v clang++") != 0) GTEST_SKIP() << "clang++ not installed";
+  const std::string library = dir_ + "/libfixture_clang.so";
+  ASSERT_EQ(run("clang++ -g -O2 -fPIC -shared -o " + library + " " + kFixtureSource), 0);
+  ASSERT_NE(run("readelf -S " + library + " | grep -q debug_aranges"), 0) << "clang emitted aranges";
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto entry = reinterpret_cast<uintptr_t (*)(int)>(dlsym(handle, "fixture_return_address_in_inline"));
+  ASSERT_NE(entry, nullptr);
+  const uint64_t callSite = relativeTo(handle, entry(2)) - 1;
+  dlclose(handle);
+  Symbolizer symbolizer;
+  expectInlineChain(symbolizer.symbolize(library, callSite));
+}
+
 TEST_F(SymbolizerTest, BuildIdIsTheLinkersNote) {
   Symbolizer symbolizer;
   EXPECT_EQ(symbolizer.buildId(library_), kBuildId);
