@@ -6,14 +6,11 @@
 
 namespace memledger::cli {
 namespace {
-int notYet(const char* what) {
+[[maybe_unused]] int notYet(const char* what) {
   std::fprintf(stderr, "memledger: '%s' is not available in this build\n", what);
   return 2;
 }
 }  // namespace
 
-int cmdRecord(int, char**) { return notYet("record"); }
-int cmdReport(int, char**) { return notYet("report"); }
-int cmdView(const char* view, int, char**) { return notYet(view); }
 
 }  // namespace memledger::cli

@@ -1,0 +1,147 @@
+// memledger record [-o FILE] [--force] [options] [--] PROGRAM ARGS...
+// Checks everything that can fail before the program starts (program runnable, preload library
+// present, output file creatable), then hands over to the recorder's session.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "recorder/launch.h"
+#include "recorder/session.h"
+
+namespace memledger::cli {
+namespace {
+
+std::string findPreload() {
+  std::string self = selfDir();
+  for (const char* rel : {"/../lib/", "/../lib/memledger/"}) {
+    std::string cand = self + rel + MEMLEDGER_PRELOAD_NAME;
+    char real[PATH_MAX];
+    if (::access(cand.c_str(), R_OK) == 0 && ::realpath(cand.c_str(), real)) return real;
+  }
+  return {};
+}
+
+std::string baseName(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// The file is created here, exclusively and without following a planted symlink, before the
+// program runs: a recording never overwrites anything unless --force says so.
+bool createOutput(const std::string& path, bool force) {
+  if (force) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      std::fprintf(stderr, "memledger: cannot write '%s': %s\n", path.c_str(), std::strerror(errno));
+      return false;
+    }
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    std::fprintf(stderr, "memledger: cannot write '%s': %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  // A journal left beside a file of the same name would be replayed into the new recording.
+  ::unlink((path + "-wal").c_str());
+  ::unlink((path + "-shm").c_str());
+  ::unlink((path + "-journal").c_str());
+  return true;
+}
+
+}  // namespace
+
+int cmdRecord(int argc, char** argv) {
+  // Everything after `--`, or from the first word that is not an option, is the program.
+  std::vector<std::string> ours = {argv[0]};
+  std::vector<std::string> program;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      program.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    if (a.empty() || a[0] != '-') {
+      program.assign(argv + i, argv + argc);
+      break;
+    }
+    ours.push_back(a);
+    bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms");
+    if (takesValue && i + 1 < argc) ours.push_back(argv[++i]);
+  }
+
+  CLI::App app{"Record a program's memory into one SQLite file", "memledger record"};
+  std::string output;
+  bool force = false, noFollow = false, noFold = false, noSymbols = false;
+  double bucketMs = 1.0, foldMs = 1.0;
+  app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
+  app.add_flag("--force", force, "replace FILE if it exists");
+  app.add_flag("--no-follow-children", noFollow, "record only the started program, not its children");
+  app.add_flag("--no-fold", noFold, "write every allocation as a row (default: only those living >= --fold-ms, and leaks)");
+  app.add_option("--fold-ms", foldMs, "allocations shorter-lived than this are folded into per-site totals")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket-ms", bucketMs, "timeline bucket width")->check(CLI::PositiveNumber);
+  app.add_flag("--no-symbols", noSymbols, "skip symbolization at the end (frames stay empty)");
+  std::vector<char*> cargv;
+  for (std::string& s : ours) cargv.push_back(s.data());
+  try {
+    app.parse(static_cast<int>(cargv.size()), cargv.data());
+  } catch (const CLI::CallForHelp& e) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "memledger: record: %s\n", e.what());
+    return 2;
+  }
+  if (program.empty()) {
+    std::fprintf(stderr, "memledger: record: no program given\nusage: %s\n",
+                 "memledger record [-o FILE] [--force] [OPTIONS] -- PROGRAM ARGS...");
+    return 2;
+  }
+
+  recorder::ResolvedProgram prog = recorder::resolveProgram(program[0]);
+  if (prog.error) {
+    std::fprintf(stderr, "memledger: cannot run '%s': %s\n", program[0].c_str(), std::strerror(prog.error));
+    return prog.error == ENOENT ? 127 : 126;
+  }
+  std::string preload = findPreload();
+  if (preload.empty()) {
+    std::fprintf(stderr, "memledger: cannot find %s in %s/../lib or %s/../lib/memledger\n",
+                 MEMLEDGER_PRELOAD_NAME, selfDir(), selfDir());
+    return 2;
+  }
+  if (output.empty()) output = "memledger." + baseName(program[0]) + "." + std::to_string(::getpid()) + ".db";
+  if (!createOutput(output, force)) return 2;
+
+  recorder::BinaryInfo bin = recorder::inspectBinary(prog.path);
+  if (bin.isStatic)
+    std::fprintf(stderr, "memledger: warning: '%s' is statically linked; nothing can be recorded\n",
+                 program[0].c_str());
+  else if (bin.secure)
+    std::fprintf(stderr, "memledger: warning: '%s' is setuid/setgid; the loader ignores LD_PRELOAD, nothing can be recorded\n",
+                 program[0].c_str());
+  std::fprintf(stderr, "memledger: recording '%s' to %s\n", program[0].c_str(), output.c_str());
+
+  recorder::SessionOptions opt;
+  opt.argv = program;
+  opt.programPath = prog.path;
+  opt.output = output;
+  opt.preload = preload;
+  opt.followChildren = !noFollow;
+  opt.symbolize = !noSymbols;
+  opt.recording.fold = !noFold;
+  opt.recording.fold_threshold_ns = static_cast<uint64_t>(foldMs * 1e6);
+  opt.recording.bucket_ns = static_cast<uint64_t>(bucketMs * 1e6);
+  if (opt.recording.bucket_ns == 0) opt.recording.bucket_ns = 1;
+  opt.version = MEMLEDGER_VERSION;
+  return recorder::runSession(opt);
+}
+
+}  // namespace memledger::cli

@@ -1,0 +1,17 @@
+// /proc readings about a traced process: whether it still runs (the fallback when pidfd_open is
+// unavailable), its resident set, and its resident anonymous memory (for fragmentation: heap that
+// is resident but not live).
+#pragma once
+
+#include <cstdint>
+
+namespace memledger::recorder {
+
+// False once the process is gone or a zombie.
+bool processAlive(uint32_t pid);
+// Resident bytes from /proc/PID/statm.
+bool readRss(uint32_t pid, uint64_t* bytes);
+// Resident anonymous bytes ("Anonymous:" of /proc/PID/smaps_rollup).
+bool readAnon(uint32_t pid, uint64_t* bytes);
+
+}  // namespace memledger::recorder

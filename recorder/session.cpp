@@ -1,0 +1,372 @@
+#include "session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#include "db_writer.h"
+#include "launch.h"
+#include "proc_sample.h"
+#include "recording.h"
+#include "ring_reader.h"
+#include "symbolize_driver.h"
+
+namespace memledger::recorder {
+namespace {
+
+constexpr size_t kDrainPerRound = 1 << 16;       // records per ring per round: no ring starves
+constexpr uint64_t kRssEveryNs = 10'000'000;     // statm per image
+constexpr uint64_t kAnonEveryNs = 50'000'000;    // smaps_rollup walks page tables: less often
+constexpr uint64_t kDaemonNoticeNs = 500'000'000;
+
+uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string isoNow() {
+  time_t t = time(nullptr);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int pidfdOpen(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+int exitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+struct Tracked {
+  int64_t id;
+  uint32_t pid;
+  ImageRecorder* img;
+  std::unique_ptr<RingReader> ring;
+  int pidfd = -1;
+  bool dead = false;
+  uint64_t nextRss = 0, nextAnon = 0, nextAliveCheck = 0;
+};
+
+class Session {
+ public:
+  Session(const SessionOptions& opt, DbWriter& db, Recording& rec, ControlSocket& ctl, int sigfd)
+      : opt_(opt), db_(db), rec_(rec), ctl_(ctl), sigfd_(sigfd) {}
+  ~Session() {
+    for (Tracked& t : tracked_)
+      if (t.pidfd >= 0) ::close(t.pidfd);
+  }
+
+  int run(pid_t child);
+  bool anyRegistered() const { return registered_ > 0; }
+  uint64_t lost() const { return lost_; }
+
+ private:
+  void acceptAll();
+  void registerImage(Registration reg);
+  void onSignals();
+  void reap();
+  bool drainRound(uint64_t now);
+  void closeDead(uint64_t now);
+  void close(size_t i, uint64_t now, bool byExec);
+  Tracked* byPid(uint32_t pid) {
+    for (Tracked& t : tracked_)
+      if (t.pid == pid) return &t;
+    return nullptr;
+  }
+
+  const SessionOptions& opt_;
+  DbWriter& db_;
+  Recording& rec_;
+  ControlSocket& ctl_;
+  int sigfd_;
+  pid_t child_ = -1;
+  bool childDone_ = false;
+  int childStatus_ = 0;
+  bool stop_ = false;
+  size_t registered_ = 0;
+  uint64_t lost_ = 0;
+  std::vector<Tracked> tracked_;
+  std::vector<pollfd> pfds_;
+};
+
+void Session::acceptAll() {
+  while (auto reg = ctl_.accept()) registerImage(std::move(*reg));
+}
+
+void Session::registerImage(Registration reg) {
+  wire::Hello h = reg.hello;
+  ImageStart s;
+  s.pid = h.pid;
+  s.ppid = h.ppid;
+  s.forked = h.forked != 0;
+  s.command = reg.command;
+  s.exe = reg.exe;
+  s.start_ns = h.start_ns;
+  std::string err;
+  std::unique_ptr<RingReader> ring = RingReader::map(std::move(reg), &err);
+  if (!ring) {
+    std::fprintf(stderr, "memledger: warning: rejected a registration from pid %u: %s\n", h.pid,
+                 err.c_str());
+    return;
+  }
+  uint64_t now = nowNs();
+  if (!s.forked) {
+    // The same pid with a fresh image: it exec'd, and the old image's writers are gone.
+    for (size_t i = 0; i < tracked_.size(); ++i)
+      if (tracked_[i].pid == s.pid) {
+        close(i, now, true);
+        break;
+      }
+  } else if (Tracked* parent = byPid(s.ppid)) {
+    // The child may use stacks its parent sent before the fork: have them interned first.
+    parent->ring->drain(*parent->img, SIZE_MAX);
+  }
+  ImageRecorder& img = rec_.openImage(s);
+  Tracked t;
+  t.id = img.id();
+  t.pid = s.pid;
+  t.img = &img;
+  t.ring = std::move(ring);
+  t.pidfd = pidfdOpen(static_cast<pid_t>(s.pid));
+  if (t.pidfd < 0) t.dead = !processAlive(s.pid);  // gone before we looked
+  t.ring->heartbeat(now);
+  tracked_.push_back(std::move(t));
+  ++registered_;
+}
+
+void Session::reap() {
+  int status;
+  pid_t pid;
+  // As subreaper we also reap orphaned descendants: their status is all we learn of them.
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (!WIFEXITED(status) && !WIFSIGNALED(status)) continue;
+    if (pid == child_) {
+      childDone_ = true;
+      childStatus_ = status;
+    }
+    rec_.noteWaitStatus(static_cast<uint32_t>(pid), status);
+  }
+}
+
+void Session::onSignals() {
+  signalfd_siginfo si;
+  while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) {
+      reap();
+    } else if (!childDone_) {
+      // Like a shell: a terminal's signal already reached the program's process group; one sent
+      // to the recorder alone (kill) is passed on. The program decides what it means.
+      if (si.ssi_code != SI_KERNEL) ::kill(child_, sig);
+    } else {
+      stop_ = true;  // only processes the program left behind are running: stop recording them
+    }
+  }
+}
+
+bool Session::drainRound(uint64_t now) {
+  bool busy = false;
+  for (Tracked& t : tracked_) {
+    size_t n = t.ring->drain(*t.img, kDrainPerRound);
+    if (n >= kDrainPerRound) busy = true;
+    t.ring->heartbeat(now);
+    if (now >= t.nextRss) {
+      t.nextRss = now + kRssEveryNs;
+      uint64_t rss = 0;
+      if (readRss(t.pid, &rss)) {
+        std::optional<uint64_t> anon;
+        uint64_t a = 0;
+        if (now >= t.nextAnon && readAnon(t.pid, &a)) {
+          anon = a;
+          t.nextAnon = now + kAnonEveryNs;
+        }
+        t.img->sampleMemory(now, rss, anon, n < kDrainPerRound && t.ring->pending() == 0);
+      }
+    }
+    if (t.pidfd < 0 && now >= t.nextAliveCheck) {
+      t.nextAliveCheck = now + kRssEveryNs;
+      if (!processAlive(t.pid)) t.dead = true;
+    }
+  }
+  return busy;
+}
+
+void Session::close(size_t i, uint64_t now, bool byExec) {
+  Tracked& t = tracked_[i];
+  t.ring->drainFinal(*t.img);
+  lost_ += t.ring->lost();
+  rec_.closeImage(t.id, now, t.ring->waitNs(), byExec);
+  if (t.pidfd >= 0) ::close(t.pidfd);
+  tracked_.erase(tracked_.begin() + static_cast<long>(i));
+}
+
+void Session::closeDead(uint64_t now) {
+  for (size_t i = tracked_.size(); i-- > 0;)
+    if (tracked_[i].dead) close(i, now, false);
+}
+
+int Session::run(pid_t child) {
+  child_ = child;
+  bool busy = false;
+  uint64_t childDoneAt = 0;
+  bool noticed = false;
+  while (true) {
+    pfds_.clear();
+    pfds_.push_back({ctl_.fd(), POLLIN, 0});
+    pfds_.push_back({sigfd_, POLLIN, 0});
+    for (Tracked& t : tracked_) pfds_.push_back({t.pidfd, POLLIN, 0});  // -1 is ignored by poll
+    size_t trackedPolled = tracked_.size();
+    int ready = ::poll(pfds_.data(), pfds_.size(), busy ? 0 : 1);
+    if (ready > 0) {
+      // Deaths first (the indices match tracked_ only until it changes).
+      for (size_t i = 0; i < trackedPolled; ++i)
+        if (pfds_[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) tracked_[i].dead = true;
+      if (pfds_[1].revents & POLLIN) onSignals();
+      if (pfds_[0].revents & POLLIN) acceptAll();
+    }
+    uint64_t now = nowNs();
+    busy = drainRound(now);
+    closeDead(now);
+    db_.maybeCommit(now);
+    if (childDone_) {
+      acceptAll();  // registrations sent just before the end
+      closeDead(now);
+      if (tracked_.empty() || stop_) break;
+      if (!childDoneAt) childDoneAt = now;
+      if (!noticed && now - childDoneAt > kDaemonNoticeNs) {
+        noticed = true;
+        std::fprintf(stderr,
+                     "memledger: '%s' exited; still recording %zu process(es) it left running "
+                     "(Ctrl-C or SIGTERM stops)\n",
+                     opt_.argv[0].c_str(), tracked_.size());
+      }
+    }
+  }
+  // Stopped with processes still running: take what they have published so far.
+  for (Tracked& t : tracked_) {
+    t.ring->drain(*t.img, SIZE_MAX);
+    lost_ += t.ring->lost();
+    rec_.setWaitNs(t.id, t.ring->waitNs());
+  }
+  return exitCodeOf(childStatus_);
+}
+
+}  // namespace
+
+int runSession(const SessionOptions& optIn) {
+  SessionOptions opt = optIn;
+  std::string err;
+  std::unique_ptr<DbWriter> db = DbWriter::open(opt.output, &err);
+  if (!db) {
+    std::fprintf(stderr, "memledger: cannot write '%s': %s\n", opt.output.c_str(), err.c_str());
+    return 2;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/memledger-XXXXXX";
+  std::vector<char> dirBuf(tmpl.begin(), tmpl.end());
+  dirBuf.push_back('\0');
+  if (!::mkdtemp(dirBuf.data())) {  // mkdtemp makes it 0700
+    std::fprintf(stderr, "memledger: cannot create a private directory in %s: %s\n",
+                 tmp && *tmp ? tmp : "/tmp", std::strerror(errno));
+    return 2;
+  }
+  std::string dir = dirBuf.data();
+  std::unique_ptr<ControlSocket> ctl = ControlSocket::listen(dir, &err);
+  if (!ctl) {
+    std::fprintf(stderr, "memledger: %s\n", err.c_str());
+    ::rmdir(dir.c_str());
+    return 2;
+  }
+  auto cleanupDir = [&] {
+    ctl.reset();
+    ::unlink((dir + "/" + wire::kSocketName).c_str());
+    ::rmdir(dir.c_str());
+  };
+
+  sigset_t mask, oldMask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, &oldMask);
+  int sigfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) {
+    std::fprintf(stderr, "memledger: signalfd: %s\n", std::strerror(errno));
+    cleanupDir();
+    return 2;
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  opt.recording.origin_ns = nowNs();
+  Recording rec(*db, opt.recording);
+  std::string command;
+  for (const std::string& a : opt.argv) command += (command.empty() ? "" : " ") + a;
+  db->setMeta("schema_version", "1");
+  db->setMeta("memledger_version", opt.version);
+  db->setMeta("command", command);
+  db->setMeta("start_wall", isoNow());
+  db->setMeta("start_monotonic_ns", std::to_string(opt.recording.origin_ns));
+  db->setMeta("bucket_ns", std::to_string(opt.recording.bucket_ns));
+  db->setMeta("fold_threshold_ns", std::to_string(opt.recording.fold ? opt.recording.fold_threshold_ns : 0));
+  db->setMeta("complete", "0");
+  db->commit();
+
+  pid_t child = spawnProgram(opt.programPath,
+                             opt.argv, programEnvironment(opt.preload, dir, opt.followChildren));
+  if (child < 0) {
+    int e = errno;
+    std::fprintf(stderr, "memledger: cannot run '%s': %s\n", opt.argv[0].c_str(), std::strerror(e));
+    ::close(sigfd);
+    cleanupDir();
+    db->close();
+    return e == ENOENT ? 127 : 126;
+  }
+
+  Session session(opt, *db, rec, *ctl, sigfd);
+  int code = session.run(child);
+  ::close(sigfd);
+  cleanupDir();
+  sigprocmask(SIG_SETMASK, &oldMask, nullptr);
+
+  rec.finish(nowNs(), session.lost());
+  if (!session.anyRegistered())
+    std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
+  if (opt.symbolize && db->ok()) {
+    std::unique_ptr<SymbolSource> source = makeNativeSymbolSource();
+    if (!symbolizeRecording(db->handle(), *source, nullptr, &err))
+      std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
+  }
+  db->applyFinishSchema();
+  db->setMeta("complete", "1");
+  db->close();
+  if (!db->ok()) {
+    std::fprintf(stderr, "memledger: error writing '%s': %s\n", opt.output.c_str(), db->error().c_str());
+    return code ? code : 2;
+  }
+  std::fprintf(stderr, "memledger: recording written to %s\n", opt.output.c_str());
+  return code;
+}
+
+}  // namespace memledger::recorder

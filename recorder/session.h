@@ -1,0 +1,40 @@
+// One `memledger record` run: the private directory and control socket, the program started
+// under the preload library, the event loop (registrations, ring draining, deaths, signals, /proc
+// samples) and the finished file (symbols, indexes, complete=1).
+//
+// Event loop, single-threaded: poll() on the control socket, a signalfd (SIGCHLD and the signals
+// forwarded to the program) and one pidfd per registered image, with a 1 ms timeout. Every round
+// drains each ring by at most kDrainPerRound records (no ring starves another), refreshes the
+// heartbeats and, every 10 ms per image, samples RSS. A round with a full drain polls without
+// waiting.
+//
+// When it ends: after the started program exited, the recorder keeps recording the processes it
+// left running (daemons), and says so once on stderr; it finishes when they are all gone, or at
+// SIGINT/SIGTERM/SIGHUP, which then stop the recording instead of being forwarded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image_recorder.h"
+
+namespace memledger::recorder {
+
+struct SessionOptions {
+  std::vector<std::string> argv;  // the program and its arguments
+  std::string programPath;        // resolved (resolveProgram), checked runnable
+  std::string output;             // the SQLite file, already created empty by the caller
+  std::string preload;            // absolute path of libmemledger_preload.so
+  bool followChildren = true;
+  bool symbolize = true;
+  RecordingOptions recording;     // origin_ns is set by runSession
+  std::string version;            // memledger's version, for meta
+};
+
+// Runs the program to its end and writes the recording. Returns what `memledger record` exits
+// with: the program's status (128+N for a death by signal N), 126/127 when it could not start,
+// 2 when the recording itself could not be set up.
+int runSession(const SessionOptions& opt);
+
+}  // namespace memledger::recorder

@@ -1,0 +1,39 @@
+// Symbolization of a finished recording: every distinct ip of every image is matched to the module
+// that covered it (a fork child also looks at the modules it inherited from its parent), each
+// distinct (module path, module-relative address) is symbolized once, and `frames`,
+// `ips.module_id` and `modules.build_id` are written. Works on the SQLite file itself, so the
+// core never depends on the symbolizer, and tests can pass a fake SymbolSource.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "symbolizer.h"
+
+struct sqlite3;
+
+namespace memledger::recorder {
+
+class SymbolSource {
+ public:
+  virtual ~SymbolSource() = default;
+  virtual std::vector<SymbolFrame> symbolize(const std::string& modulePath, uint64_t address) = 0;
+  virtual std::string buildId(const std::string& modulePath) = 0;
+};
+
+struct SymbolizeStats {
+  uint64_t ips = 0;          // distinct ips in the file
+  uint64_t withModule = 0;   // ips a module covered
+  uint64_t lookups = 0;      // distinct (path, address) pairs asked of the source
+  uint64_t resolved = 0;     // ips whose innermost frame has a function name
+};
+
+// Fills frames/ips.module_id/modules.build_id in one transaction. False + *error on SQL failure.
+bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats, std::string* error);
+
+// A SymbolSource over the real Symbolizer (libdw). In its own file: linking it needs symbolizer.cpp.
+std::unique_ptr<SymbolSource> makeNativeSymbolSource();
+
+}  // namespace memledger::recorder
