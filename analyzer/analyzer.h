@@ -166,6 +166,7 @@ struct Leaks {
   int64_t count = 0;  // over all processes (after pid/kind/time filters)
   int64_t bytes = 0;
   std::vector<SiteAmount> sites;  // grouped by stack and kind, bytes descending
+  size_t site_count = 0;          // sites before the `top` cut
 };
 
 struct KindPeak {

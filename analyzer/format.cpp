@@ -43,6 +43,47 @@ std::string formatCount(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+std::optional<int64_t> parseDuration(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  size_t numEnd = 0;
+  bool digits = false, dot = false;
+  while (numEnd < text.size()) {
+    char c = text[numEnd];
+    if (c >= '0' && c <= '9') digits = true;
+    else if (c == '.' && !dot) dot = true;
+    else break;
+    ++numEnd;
+  }
+  if (!digits) return std::nullopt;
+  std::string_view unit = text.substr(numEnd);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  double scale;
+  if (unit.empty() || unit == "s") scale = 1e9;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ns") scale = 1;
+  else if (unit == "m" || unit == "min") scale = 60e9;
+  else return std::nullopt;
+  double v = std::strtod(std::string(text.substr(0, numEnd)).c_str(), nullptr);
+  double ns = v * scale;
+  if (!(ns >= 0) || ns > 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(ns + 0.5);
+}
+
+std::optional<TimeRange> parseTimeRange(std::string_view text) {
+  auto colon = text.find(':');
+  if (colon == std::string_view::npos || text.find(':', colon + 1) != std::string_view::npos)
+    return std::nullopt;
+  TimeRange r;
+  std::string_view a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (a.empty() && b.empty()) return std::nullopt;
+  if (!a.empty() && !(r.from_ns = parseDuration(a))) return std::nullopt;
+  if (!b.empty() && !(r.to_ns = parseDuration(b))) return std::nullopt;
+  if (r.from_ns && r.to_ns && *r.from_ns > *r.to_ns) return std::nullopt;
+  return r;
+}
+
 namespace {
 std::string baseName(const std::string& path) {
   auto slash = path.rfind('/');

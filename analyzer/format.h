@@ -2,12 +2,26 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace memledger::analyzer {
 
 std::string formatBytes(int64_t bytes);        // "512 B", "1.5 KiB", "300.0 MiB", "2.00 GiB"
 std::string formatDuration(int64_t ns);        // "850 ns", "12.5 us", "3.20 ms", "1.25 s"
 std::string formatCount(int64_t n);            // "1,234,567"
+
+// A duration as nanoseconds: "2" and "0.5" are seconds; units ns, us, ms, s, m (minutes) may
+// follow ("100ms", "1.5 s"). nullopt when malformed or negative.
+std::optional<int64_t> parseDuration(std::string_view text);
+
+// A time range "A:B" (either side may be empty: "1s:", ":500ms"), each side as parseDuration.
+// nullopt when malformed, or when A > B.
+struct TimeRange {
+  std::optional<int64_t> from_ns, to_ns;
+};
+std::optional<TimeRange> parseTimeRange(std::string_view text);
 
 }  // namespace memledger::analyzer

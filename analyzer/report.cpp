@@ -54,7 +54,7 @@ json toJson(const Stack& stack) {
 }
 
 json toJson(const Leaks& l) {
-  return {{"count", l.count}, {"bytes", l.bytes}, {"sites", amounts(l.sites)}};
+  return {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", amounts(l.sites)}};
 }
 
 json toJson(const Peak& p) {

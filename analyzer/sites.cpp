@@ -158,6 +158,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     out.count += s.count;
     out.bytes += s.bytes;
   }
+  out.site_count = out.sites.size();
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
   return out;

@@ -98,8 +98,8 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     out.push_back({"fix_leak", sev,
                    where(l.stack) + " leaked " + formatCount(l.count) + " block" +
                        (l.count == 1 ? "" : "s") + " (" + formatBytes(l.bytes) +
-                       ") never freed: free them when done, or give them an owner "
-                       "(e.g. std::unique_ptr)",
+                       ") never freed: free " + (l.count == 1 ? "it" : "them") +
+                       " when done, or give " + (l.count == 1 ? "it" : "them") + " an owner (e.g. std::unique_ptr)",
                    l.stack,
                    {{"leak_count", l.count}, {"leak_bytes", l.bytes}, {"pid", l.pid}}});
   }

@@ -22,8 +22,20 @@ inline std::string readFile(const std::string& path) {
   return ss.str();
 }
 
+inline std::filesystem::path tempDir() {
+  return std::filesystem::temp_directory_path() / ("memledger-analyzer-test-" + std::to_string(getpid()));
+}
+
+// Removes this test process's recordings when it exits (one per process, whichever TU owns it).
+inline struct TempDirCleanup {
+  ~TempDirCleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(tempDir(), ec);
+  }
+} tempDirCleanup;
+
 inline std::string tempPath(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("memledger-analyzer-test-" + std::to_string(getpid()));
+  auto dir = tempDir();
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

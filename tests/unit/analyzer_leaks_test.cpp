@@ -230,3 +230,23 @@ TEST(AnalyzerFormat, HumanUnits) {
   EXPECT_EQ(formatDuration(1500000000), "1.50 s");
   EXPECT_EQ(formatDuration(2500000), "2.50 ms");
 }
+
+TEST(AnalyzerFormat, TimeRanges) {
+  auto r = parseTimeRange("0.5:2");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->from_ns, 500000000);
+  EXPECT_EQ(r->to_ns, 2000000000);
+  r = parseTimeRange("100ms:2s");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->from_ns, 100000000);
+  EXPECT_EQ(r->to_ns, 2000000000);
+  r = parseTimeRange("1us:");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->from_ns, 1000);
+  EXPECT_FALSE(r->to_ns);
+  r = parseTimeRange(":250ns");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->to_ns, 250);
+  for (const char* bad : {"", ":", "2", "a:b", "1:2:3", "2s:1s", "-1:2", "1x:2", "1..2:3", "ms:2"})
+    EXPECT_FALSE(parseTimeRange(bad)) << bad;
+}

@@ -1,0 +1,161 @@
+// `memledger report FILE [--json]` and the focused views `memledger leaks|peak|phases|
+// fragmentation|suggest FILE [--json] [--pid P] [--kind K] [--time A:B] [--top N]`.
+// Everything shown is computed by analyzer/; this file parses arguments and picks the output.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/format.h"
+#include "commands.h"
+#include "report_text.h"
+
+namespace memledger::cli {
+
+namespace an = memledger::analyzer;
+
+namespace {
+
+struct ViewArgs {
+  std::string file;
+  bool json = false;
+  an::Filter filter;
+  TextOptions text;
+};
+
+// Parses the arguments shared by report and the views. Returns -1 to go on, else an exit code.
+int parseArgs(const std::string& name, const std::string& description, int argc, char** argv, ViewArgs& out) {
+  CLI::App app{description, "memledger " + name};
+  app.footer(
+      "\n--time A:B keeps what was allocated between A and B (seconds since the recording started;\n"
+      "units ns, us, ms, s, m may follow: 0.5:2, 100ms:2s, 1s: ). --pid takes the OS pid of a traced\n"
+      "process, --kind a site kind (malloc, new, mmap, custom). --json prints one JSON document\n"
+      "(schemas/report.schema.json). Exit codes: 0 ok, 2 bad usage or a file that is not a readable\n"
+      "recording.");
+  int64_t pid = 0;
+  std::string kind, time;
+  size_t top = 0;
+  app.add_option("FILE", out.file, "the recording (memledger record -o FILE)")->required();
+  app.add_flag("--json", out.json, "print JSON instead of text");
+  auto* pidOpt = app.add_option("--pid", pid, "only this process (OS pid)")->check(CLI::Range(int64_t{1}, int64_t{INT32_MAX}));
+  auto* kindOpt = app.add_option("--kind", kind, "only sites of this kind: malloc, new, mmap, custom");
+  auto* timeOpt = app.add_option("--time", time, "only allocations made in A:B (seconds; e.g. 0.5:2, 100ms:2s)");
+  auto* topOpt = app.add_option("--top", top, "at most N sites per list (text default 10; JSON default all)")
+                     ->check(CLI::Range(size_t{1}, size_t{1000000000}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "memledger: %s: %s (see 'memledger %s --help')\n", name.c_str(), e.what(), name.c_str());
+    return 2;
+  }
+  if (pidOpt->count()) out.filter.pid = pid;
+  if (kindOpt->count()) {
+    if (kind.empty()) {
+      std::fprintf(stderr, "memledger: %s: --kind needs a kind (malloc, new, mmap, custom)\n", name.c_str());
+      return 2;
+    }
+    out.filter.kind = kind;
+  }
+  if (timeOpt->count()) {
+    auto range = an::parseTimeRange(time);
+    if (!range) {
+      std::fprintf(stderr,
+                   "memledger: %s: bad --time '%s': expected A:B in seconds with optional units, "
+                   "e.g. 0.5:2 or 100ms:2s\n",
+                   name.c_str(), time.c_str());
+      return 2;
+    }
+    out.filter.t_from_ns = range->from_ns;
+    out.filter.t_to_ns = range->to_ns;
+  }
+  if (topOpt->count()) {
+    out.filter.top = top;
+    out.text.top = top;
+  }
+  return -1;
+}
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+void printJson(const nlohmann::json& j) { print(j.dump(2) + "\n"); }
+
+// Runs `body` and turns a recording that cannot be read into its one-line message and exit 2.
+template <typename F>
+int guarded(F&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const an::RecordingError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memledger: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace
+
+int cmdReport(int argc, char** argv) {
+  ViewArgs args;
+  int rc = parseArgs("report", "memledger report: the full report of a recording", argc, argv, args);
+  if (rc >= 0) return rc;
+  return guarded([&] {
+    an::Recording rec = an::Recording::open(args.file);
+    an::Report r = an::report(rec, args.filter);
+    if (args.json)
+      printJson(an::toJson(r));
+    else
+      print(textReport(r, args.text));
+  });
+}
+
+int cmdView(const char* view, int argc, char** argv) {
+  const std::string name = view;
+  const char* description = name == "leaks"           ? "memledger leaks: blocks never freed, by site"
+                            : name == "peak"          ? "memledger peak: the heap peak and what was live then"
+                            : name == "phases"        ? "memledger phases: the phases of the run"
+                            : name == "fragmentation" ? "memledger fragmentation: heap memory that holds no live block"
+                                                      : "memledger suggest: what to change, with evidence";
+  ViewArgs args;
+  int rc = parseArgs(name, description, argc, argv, args);
+  if (rc >= 0) return rc;
+  return guarded([&] {
+    an::Recording rec = an::Recording::open(args.file);
+    nlohmann::json j = {{"view", name}, {"recording", an::toJson(rec.info())}};
+    std::string text = "memledger " + name + ": " + textRecordingLine(rec.info()) + "\n";
+    if (name == "leaks") {
+      an::Leaks l = an::leaks(rec, args.filter);
+      j["leaks"] = an::toJson(l);
+      text += textLeaks(l, args.text);
+    } else if (name == "peak") {
+      an::Peak p = an::peak(rec, args.filter);
+      j["peak"] = an::toJson(p);
+      text += textPeak(p, args.text);
+    } else if (name == "phases") {
+      auto ph = an::phases(rec, args.filter);
+      j["phases"] = an::toJson(ph);
+      text += textPhases(ph, args.text);
+    } else if (name == "fragmentation") {
+      an::Fragmentation f = an::fragmentation(rec, args.filter);
+      j["fragmentation"] = an::toJson(f);
+      text += textFragmentation(f);
+    } else {
+      auto s = an::suggestions(rec, args.filter);
+      j["suggestions"] = an::toJson(s);
+      text += textSuggestions(s, args.text);
+    }
+    if (args.json)
+      printJson(j);
+    else
+      print(text);
+  });
+}
+
+}  // namespace memledger::cli

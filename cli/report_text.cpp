@@ -1,0 +1,227 @@
+// Human formatting of the analyzer's answers. Nothing is computed here beyond layout.
+#include "report_text.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "analyzer/format.h"
+
+namespace memledger::cli {
+
+namespace an = memledger::analyzer;
+using an::formatBytes;
+using an::formatCount;
+using an::formatDuration;
+
+namespace {
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return formatCount(n) + " " + (n == 1 ? one : many);
+}
+
+std::string stackText(const an::Stack& stack, const TextOptions& opt, const char* indent) {
+  std::string out;
+  if (stack.empty()) return std::string(indent) + "(no stack)\n";
+  size_t shown = std::min(stack.size(), opt.frames);
+  for (size_t i = 0; i < shown; ++i) out += indent + an::frameText(stack[i]) + "\n";
+  if (stack.size() > shown) out += fmt("%s... %zu more frames\n", indent, stack.size() - shown);
+  return out;
+}
+
+std::string siteList(const std::vector<an::SiteAmount>& sites, const TextOptions& opt, const char* what) {
+  std::string out;
+  size_t n = std::min(sites.size(), opt.top);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& s = sites[i];
+    out += fmt("  #%-3zu %10s in %s %s  (%s, pid %lld)\n", i + 1, formatBytes(s.bytes).c_str(),
+               formatCount(s.count).c_str(), s.count == 1 ? "block" : "blocks", s.kind.c_str(),
+               static_cast<long long>(s.pid));
+    out += stackText(s.stack, opt, "         ");
+  }
+  if (sites.size() > n) out += fmt("  ... %zu more %s (--top N to see more)\n", sites.size() - n, what);
+  return out;
+}
+
+std::string pct(double v) { return fmt("%.0f%%", v * 100); }
+
+}  // namespace
+
+std::string textRecordingLine(const an::RecordingInfo& info) {
+  std::string out = info.path + ": ";
+  out += info.command.empty() ? std::string("(unknown command)") : info.command;
+  out += ", " + formatDuration(info.duration_ns);
+  out += info.complete ? ", complete" : ", INCOMPLETE";
+  out += "\n";
+  if (!info.complete)
+    out += "  warning: the recording is incomplete (the recorder did not finish, e.g. it was killed);\n"
+           "  the numbers cover what was written before it stopped.\n";
+  if (info.lost_records > 0)
+    out += "  warning: " + formatCount(info.lost_records) + " records were lost; counts are lower bounds.\n";
+  if (info.wait_ns >= 1000000)
+    out += "  note: the traced programs waited " + formatDuration(info.wait_ns) +
+           " in total for the recorder (ring full).\n";
+  return out;
+}
+
+std::string textSummary(const an::Report& r) {
+  std::string out = "Summary\n";
+  out += fmt("  leaks          %s, %s in %s\n", plural(r.leaks.count, "block", "blocks").c_str(),
+             formatBytes(r.leaks.bytes).c_str(), plural(static_cast<int64_t>(r.leaks.site_count), "site", "sites").c_str());
+  out += fmt("  heap peak      %s at %s (pid %lld)\n", formatBytes(r.peak.bytes).c_str(),
+             formatDuration(r.peak.time_ns).c_str(), static_cast<long long>(r.peak.pid));
+  if (r.peak.rss_bytes > 0)
+    out += fmt("  RSS peak       %s (%s%s than the heap peak)\n", formatBytes(r.peak.rss_bytes).c_str(),
+               formatBytes(r.peak.gap_bytes < 0 ? -r.peak.gap_bytes : r.peak.gap_bytes).c_str(),
+               r.peak.gap_bytes < 0 ? " less" : " more");
+  out += fmt("  allocations    %s (%s freed), %s allocated\n", formatCount(r.totals.allocations).c_str(),
+             formatCount(r.totals.frees).c_str(), formatBytes(r.totals.allocated_bytes).c_str());
+  out += fmt("  temporaries    %s (%s)\n", formatCount(r.totals.temporary_count).c_str(),
+             formatBytes(r.totals.temporary_bytes).c_str());
+  out += fmt("  processes      %zu    phases %zu", r.processes.size(), r.phases.size());
+  if (r.fragmentation.peak_ratio) out += "    fragmentation at peak " + pct(*r.fragmentation.peak_ratio);
+  out += "\n";
+  size_t high = 0;
+  for (const auto& s : r.suggestions) high += s.severity == "high";
+  out += fmt("  suggestions    %zu (%zu high)\n", r.suggestions.size(), high);
+  return out;
+}
+
+std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
+  if (l.count == 0) return "Leaks\n  none: every block was freed before its process ended\n";
+  std::string out = fmt("Leaks: %s, %s in %s\n", plural(l.count, "block", "blocks").c_str(),
+                        formatBytes(l.bytes).c_str(),
+                        plural(static_cast<int64_t>(l.site_count), "site", "sites").c_str());
+  out += siteList(l.sites, opt, "sites");
+  if (l.site_count > std::max(l.sites.size(), opt.top))
+    out += fmt("  ... %zu more sites (--top N to see more)\n", l.site_count - l.sites.size());
+  return out;
+}
+
+std::string textPeak(const an::Peak& p, const TextOptions& opt) {
+  std::string out = "Peak\n";
+  for (const auto& k : p.by_kind)
+    out += fmt("  %-5s %12s at %s (pid %lld)\n", k.kind.c_str(), formatBytes(k.bytes).c_str(),
+               formatDuration(k.time_ns).c_str(), static_cast<long long>(k.pid));
+  if (p.rss_bytes > 0) out += fmt("  RSS   %12s\n", formatBytes(p.rss_bytes).c_str());
+  out += "  " + p.gap_explanation + "\n";
+  if (p.sites.empty()) return out;
+  out += fmt("  Live at the heap peak (%s at %s, pid %lld):\n", formatBytes(p.bytes).c_str(),
+             formatDuration(p.time_ns).c_str(), static_cast<long long>(p.pid));
+  return out + siteList(p.sites, opt, "sites");
+}
+
+std::string textProcesses(const std::vector<an::Process>& ps) {
+  std::string out = "Processes\n";
+  out += fmt("  %8s %8s  %-12s %12s %12s  %s\n", "PID", "PPID", "ENDED", "PEAK HEAP", "PEAK RSS", "COMMAND");
+  for (const auto& p : ps) {
+    std::string ended = p.ended_by.value_or("running");
+    if (p.exit_code && ended == "exit") ended += " " + std::to_string(*p.exit_code);
+    if (p.signal && ended == "signal") ended += " " + std::to_string(*p.signal);
+    std::string cmd = p.command.size() > 60 ? p.command.substr(0, 57) + "..." : p.command;
+    out += fmt("  %8lld %8lld  %-12s %12s %12s  %s%s\n", static_cast<long long>(p.pid),
+               static_cast<long long>(p.ppid), ended.c_str(), formatBytes(p.peak_heap_bytes).c_str(),
+               formatBytes(p.peak_rss).c_str(), p.forked ? "(fork) " : "", cmd.c_str());
+  }
+  return out;
+}
+
+std::string textPhases(const std::vector<an::Phase>& phs, const TextOptions& opt) {
+  if (phs.empty()) return "Phases\n  none (no timeline)\n";
+  std::string out = phs.front().from_marker || (phs.size() > 1 && phs[1].from_marker)
+                        ? "Phases (from markers)\n"
+                        : "Phases (found on the heap curve: a ramp, then a release)\n";
+  out += fmt("  %-20s %10s %10s %12s %10s %12s %12s\n", "NAME", "START", "END", "PEAK", "PEAK AT", "ALLOCATED",
+             "FREED");
+  for (const auto& p : phs) {
+    std::string name = p.name.size() > 20 ? p.name.substr(0, 17) + "..." : p.name;
+    out += fmt("  %-20s %10s %10s %12s %10s %12s %12s\n", name.c_str(), formatDuration(p.start_ns).c_str(),
+               formatDuration(p.end_ns).c_str(), formatBytes(p.peak_bytes).c_str(),
+               formatDuration(p.peak_time_ns).c_str(), formatBytes(p.allocated_bytes).c_str(),
+               formatBytes(p.freed_bytes).c_str());
+    size_t n = std::min<size_t>(p.top_sites.size(), std::min<size_t>(opt.top, 3));
+    for (size_t i = 0; i < n; ++i) {
+      const auto& s = p.top_sites[i];
+      const an::Frame* f = nullptr;
+      for (const auto& fr : s.stack)
+        if (fr.function) {
+          f = &fr;
+          break;
+        }
+      out += fmt("      %10s  %s\n", formatBytes(s.bytes).c_str(),
+                 f ? an::frameText(*f).c_str() : (s.stack.empty() ? "(no stack)" : an::frameText(s.stack[0]).c_str()));
+    }
+  }
+  return out;
+}
+
+std::string textFragmentation(const an::Fragmentation& f) {
+  std::string out = "Fragmentation\n";
+  if (!f.peak_ratio) return out + "  unknown: no resident-memory samples in the recording\n";
+  out += fmt("  at the heap peak %s of the heap's resident memory held no live block (%s unused of %s)\n",
+             pct(*f.peak_ratio).c_str(), formatBytes(f.peak_resident_bytes - f.peak_heap_bytes).c_str(),
+             formatBytes(f.peak_resident_bytes).c_str());
+  if (f.series.size() > 1) {
+    double lo = 1, hi = 0;
+    for (const auto& p : f.series) {
+      lo = std::min(lo, p.ratio);
+      hi = std::max(hi, p.ratio);
+    }
+    out += fmt("  over the run: %s to %s across %zu samples\n", pct(lo).c_str(), pct(hi).c_str(), f.series.size());
+    // A coarse picture of the series: up to 8 evenly spaced points.
+    size_t step = std::max<size_t>(1, f.series.size() / 8);
+    out += "  ";
+    for (size_t i = 0; i < f.series.size(); i += step)
+      out += fmt("%s %s  ", formatDuration(f.series[i].t_ns).c_str(), pct(f.series[i].ratio).c_str());
+    out += "\n";
+  }
+  return out;
+}
+
+std::string textTemporaries(const std::vector<an::SiteAmount>& temps, const an::Totals& t, const TextOptions& opt) {
+  if (t.temporary_count == 0) return "Temporaries\n  none\n";
+  std::string out = fmt("Temporaries: %s allocations (%s) freed before the same thread allocated again\n",
+                        formatCount(t.temporary_count).c_str(), formatBytes(t.temporary_bytes).c_str());
+  TextOptions few = opt;
+  few.top = std::min<size_t>(opt.top, 5);
+  return out + siteList(temps, few, "sites");
+}
+
+std::string textSuggestions(const std::vector<an::Suggestion>& ss, const TextOptions& opt) {
+  if (ss.empty()) return "Suggestions\n  none: nothing stood out\n";
+  std::string out = "Suggestions\n";
+  TextOptions short_ = opt;
+  short_.frames = std::min<size_t>(opt.frames, 4);
+  size_t n = std::min(ss.size(), opt.top);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& s = ss[i];
+    out += fmt("  [%s] %s: ", s.severity.c_str(), s.kind.c_str()) + s.message + "\n";
+    if (!s.stack.empty()) out += stackText(s.stack, short_, "         ");
+  }
+  if (ss.size() > n) out += fmt("  ... %zu more (--top N to see more)\n", ss.size() - n);
+  return out;
+}
+
+std::string textReport(const an::Report& r, const TextOptions& opt) {
+  std::string out = "memledger report: " + textRecordingLine(r.recording) + "\n";
+  out += textSummary(r) + "\n";
+  out += textLeaks(r.leaks, opt) + "\n";
+  out += textPeak(r.peak, opt) + "\n";
+  out += textPhases(r.phases, opt) + "\n";
+  out += textFragmentation(r.fragmentation) + "\n";
+  out += textTemporaries(r.temporaries, r.totals, opt) + "\n";
+  out += textProcesses(r.processes) + "\n";
+  out += textSuggestions(r.suggestions, opt);
+  return out;
+}
+
+}  // namespace memledger::cli

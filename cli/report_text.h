@@ -1,0 +1,29 @@
+// Human text for `memledger report` and its focused views: a headline first, then readable
+// tables, sizes in B/KiB/MiB/GiB, stacks as a few "function (file:line)" lines.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "analyzer/analyzer.h"
+
+namespace memledger::cli {
+
+struct TextOptions {
+  size_t top = 10;    // sites per list
+  size_t frames = 6;  // frames per stack
+};
+
+std::string textRecordingLine(const analyzer::RecordingInfo& info);  // "run.db: ./prog, 1.20 s, complete"
+std::string textSummary(const analyzer::Report& report);
+std::string textLeaks(const analyzer::Leaks& leaks, const TextOptions& opt);
+std::string textPeak(const analyzer::Peak& peak, const TextOptions& opt);
+std::string textProcesses(const std::vector<analyzer::Process>& processes);
+std::string textPhases(const std::vector<analyzer::Phase>& phases, const TextOptions& opt);
+std::string textFragmentation(const analyzer::Fragmentation& fragmentation);
+std::string textTemporaries(const std::vector<analyzer::SiteAmount>& temporaries, const analyzer::Totals& totals,
+                            const TextOptions& opt);
+std::string textSuggestions(const std::vector<analyzer::Suggestion>& suggestions, const TextOptions& opt);
+std::string textReport(const analyzer::Report& report, const TextOptions& opt);
+
+}  // namespace memledger::cli
