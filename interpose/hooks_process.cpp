@@ -18,7 +18,7 @@ void ensureReals() {
 // aux says which call ended the process: 0 exit, 1 _exit, 2 _Exit. a = the status as the parent
 // will see it (status & 0xff).
 void recordExit(int status, uint16_t which) {
-  if (!enter()) return;
+  if (!sameProcess() || !enter()) return;  // a vfork child's exit is not the parent's
   recordSimple(RecordType::Exit, static_cast<uint64_t>(status & 0xff), 0, 0, which);
   leave();
 }

@@ -241,6 +241,8 @@ void bootstrap() {
   while (g_bootState.load(std::memory_order_acquire) != kDone) __builtin_ia32_pause();
 }
 
+bool sameProcess() { return static_cast<uint32_t>(syscall(SYS_getpid)) == g_pid; }
+
 void forkCheck() {
   if (static_cast<uint32_t>(syscall(SYS_getpid)) != g_pid) childAfterFork();
 }

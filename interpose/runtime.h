@@ -81,7 +81,9 @@ extern Reals R;
 // A handler that longjmps out of a hook leaves the guard set: that thread stops recording.
 //
 // vfork: a vfork child shares the parent's memory and TLS until exec; whatever it allocates
-// (nothing, if it follows POSIX) is recorded as the parent's. posix_spawn children allocate nothing.
+// (nothing, if it follows POSIX) is recorded as the parent's. Its _exit after a failed exec
+// (Python's subprocess does this) is not: the exit hooks check the pid (one syscall, rare call).
+// posix_spawn children allocate nothing.
 //
 // Per-thread state. `__thread` on a POD (no TLS wrapper function) with the initial-exec model
 // (set for the whole target): an access is one %fs-relative load, never __tls_get_addr.
@@ -107,6 +109,7 @@ void bootstrap();        // resolves R and starts recording; idempotent, safe to
 extern std::atomic<int> g_bootState;  // 2 once bootstrap finished
 inline bool bootstrapped() { return g_bootState.load(std::memory_order_acquire) == 2; }
 void forkCheck();        // t_state.inFork was set: if this is a fork child, switch rings
+bool sameProcess();      // getpid() is the pid this image registered as (false in a vfork child)
 void childAfterFork();   // stop writing the parent's ring, register a ring of our own
 
 // Entering a hook: true when this call should be recorded (guard taken, leave() must follow).

@@ -52,7 +52,7 @@ enum class RecordType : uint8_t {
   Stack = 3,        // a=stack hash, aux=frame count; frames follow in continuation slots
   Module = 4,       // a=load bias, b=start, c=end; aux=path length; path follows in continuation
   Unmap = 5,        // a=address b=length: a range of anonymous mmap memory goes away
-  Exit = 6,         // a=exit status (exit/_exit/_Exit was called)
+  Exit = 6,         // a=exit status & 0xff (exit/_exit/_Exit was called); aux 0 exit, 1 _exit, 2 _Exit
   ChildStatus = 7,  // a=child pid, b=wait status as from waitpid (the parent reaped a child)
   Marker = 8,       // aux=name length; name follows in continuation slots
   ThreadName = 9,   // reserved

@@ -226,7 +226,21 @@ int signalsScenario() {
   return 0;
 }
 
+// A vfork child whose exec fails and that _exits, as Python's subprocess does: its exit status
+// is not the parent's.
+int vforkScenario() {
+  pid_t pid = vfork();
+  if (pid == 0) {
+    execl("/nonexistent/program", "x", static_cast<char*>(nullptr));
+    _exit(42);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 42 ? 9 : 1;
+}
+
 int runScenario(const std::string& name) {
+  if (name == "vfork") return vforkScenario();
   if (name == "signals") return signalsScenario();
   if (name == "dlopen") return dlopenScenario();
   if (name == "alloc") return allocScenario();

@@ -212,6 +212,22 @@ TEST_F(RingTransport, ForkChildRegistersItsOwnRing) {
   EXPECT_EQ(WEXITSTATUS(static_cast<int>(reaped->b)), 3);
 }
 
+TEST_F(RingTransport, VforkChildExitIsNotTheParents) {
+  RunResult r = runChild("vfork");
+  ASSERT_TRUE(WIFEXITED(r.status));
+  ASSERT_EQ(WEXITSTATUS(r.status), 9);
+  ASSERT_EQ(r.images.size(), 1u);
+  std::vector<uint64_t> exits;
+  const Rec* reaped = nullptr;
+  for (const Rec& rec : r.images[0].recs) {
+    if (rec.type == RecordType::Exit) exits.push_back(rec.a);
+    if (rec.type == RecordType::ChildStatus) reaped = &rec;
+  }
+  EXPECT_EQ(exits, std::vector<uint64_t>{9});
+  ASSERT_NE(reaped, nullptr);
+  EXPECT_EQ(WEXITSTATUS(static_cast<int>(reaped->b)), 42);
+}
+
 TEST_F(RingTransport, CrashedProgramKeepsItsRecords) {
   RunOptions opt;
   opt.drainWhileRunning = false;  // everything is read after the process is dead
