@@ -168,14 +168,15 @@ __attribute__((noinline)) void* site(int which, size_t n) {
 }
 
 int benchScenario(long n) {
+  // Thread CPU time: the machine is shared, wall time mostly measures the neighbours.
   timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
   for (long i = 0; i < n; ++i) {
     void* p = site(static_cast<int>(i & 3), 64);
     g_sink = p;
     free(p);
   }
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
   double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
   printf("%.1f\n", ns / static_cast<double>(n));
   fflush(stdout);

@@ -472,7 +472,7 @@ TEST_F(RingTransport, PerEventCost) {
   ASSERT_EQ(rec.images.size(), 1u);
   EXPECT_GE(rec.images[0].counts[static_cast<int>(RecordType::Alloc)], static_cast<uint64_t>(n));
   EXPECT_GE(rec.images[0].counts[static_cast<int>(RecordType::Free)], static_cast<uint64_t>(n));
-  std::printf("per malloc/free pair: uninstrumented %s ns, recorded %s ns (writers waited %.3f s)\n",
+  std::printf("per malloc/free pair (thread CPU): uninstrumented %s ns, recorded %s ns (writers waited %.3f s)\n",
               base.out.substr(0, base.out.find('\n')).c_str(),
               rec.out.substr(0, rec.out.find('\n')).c_str(), rec.images[0].waitNs / 1e9);
 }
