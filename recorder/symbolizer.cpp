@@ -214,51 +214,81 @@ struct CuRange {
 
 }  // namespace
 
+// Open libdw sessions are capped: each holds a descriptor or two (the file, its debug file) and
+// its mappings, and a PyTorch process maps hundreds of libraries while the usual descriptor limit
+// is 1024. The least recently used session is closed; its answers stay cached.
+constexpr size_t kMaxOpenSessions = 128;
+
 struct Symbolizer::Impl {
-  struct Module {
+  // Everything that points into libdw's data for one module; dropped together when closed.
+  struct Session {
     Dwfl* dwfl = nullptr;
-    Dwfl_Module* mod = nullptr;  // null when the file could not be opened: a cached failure
+    Dwfl_Module* mod = nullptr;
     bool symbolsIndexed = false;
     std::vector<FunctionSymbol> symbols;  // sorted by start
-    std::unordered_map<uint64_t, std::vector<SymbolFrame>> frames;
     std::unordered_map<Dwarf_Off, std::unique_ptr<ScopeIndex>> scopes;  // by CU DIE offset
     bool cuRangesBuilt = false;
     std::vector<CuRange> cuRanges;  // sorted by low; only built when .debug_aranges falls short
 
-    Module() = default;
-    Module(const Module&) = delete;
-    Module& operator=(const Module&) = delete;
-    ~Module() {
+    Session() = default;
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    ~Session() {
       if (dwfl != nullptr) dwfl_end(dwfl);
     }
   };
 
-  std::unordered_map<std::string, std::unique_ptr<Module>> modules;
+  struct Module {
+    std::unique_ptr<Session> session;  // null while closed
+    bool unreadable = false;           // a cached failure: missing file, not ELF
+    uint64_t lastUse = 0;
+    std::unordered_map<uint64_t, std::vector<SymbolFrame>> frames;
+    bool buildIdKnown = false;
+    std::string buildId;
+  };
 
-  Module& module(const std::string& path) {
-    auto it = modules.find(path);
-    if (it != modules.end()) return *it->second;
-    auto entry = std::make_unique<Module>();
-    open(path, *entry);
-    return *modules.emplace(path, std::move(entry)).first->second;
+  std::unordered_map<std::string, Module> modules;  // element references survive rehashing
+  size_t openSessions = 0;
+  uint64_t clock = 0;
+
+  // The module's open session, opening (and closing the least recently used one) on demand;
+  // null when the file cannot be read.
+  Session* session(const std::string& path, Module& m) {
+    m.lastUse = ++clock;
+    if (m.session != nullptr || m.unreadable) return m.session.get();
+    if (openSessions >= kMaxOpenSessions) closeLeastRecentlyUsed();
+    m.session = open(path);
+    if (m.session == nullptr) {
+      m.unreadable = true;
+      return nullptr;
+    }
+    ++openSessions;
+    return m.session.get();
   }
 
-  static void open(const std::string& path, Module& m) {
-    if (path.empty()) return;
-    m.dwfl = dwfl_begin(&kOfflineCallbacks);
-    if (m.dwfl == nullptr) return;
-    dwfl_report_begin(m.dwfl);
+  void closeLeastRecentlyUsed() {
+    Module* oldest = nullptr;
+    for (auto& [path, m] : modules)
+      if (m.session != nullptr && (oldest == nullptr || m.lastUse < oldest->lastUse)) oldest = &m;
+    if (oldest == nullptr) return;
+    oldest->session.reset();
+    --openSessions;
+  }
+
+  static std::unique_ptr<Session> open(const std::string& path) {
+    if (path.empty()) return nullptr;
+    auto s = std::make_unique<Session>();
+    s->dwfl = dwfl_begin(&kOfflineCallbacks);
+    if (s->dwfl == nullptr) return nullptr;
+    dwfl_report_begin(s->dwfl);
     // ET_DYN at base 0 with add_p_vaddr: module addresses are the file's p_vaddr-based addresses,
     // i.e. exactly runtime address - load bias. ET_EXEC ignores the base and is placed as linked.
-    m.mod = dwfl_report_elf(m.dwfl, path.c_str(), path.c_str(), -1, 0, true);
-    dwfl_report_end(m.dwfl, nullptr, nullptr);
-    if (m.mod == nullptr) {
-      dwfl_end(m.dwfl);
-      m.dwfl = nullptr;
-    }
+    s->mod = dwfl_report_elf(s->dwfl, path.c_str(), path.c_str(), -1, 0, true);
+    dwfl_report_end(s->dwfl, nullptr, nullptr);
+    return s->mod != nullptr ? std::move(s) : nullptr;
   }
 
-  static void indexSymbols(Module& m) {
+  static void indexSymbols(Session& m) {
     m.symbolsIndexed = true;
     // dwfl picks the best table: .symtab of a separate debug file or of the file itself, else
     // .dynsym (plus .gnu_debugdata when present): exported functions are always in it.
@@ -287,9 +317,9 @@ struct Symbolizer::Impl {
   }
 
   // The symbol table's function containing `address`, demangled; empty when none.
-  static std::string symbolName(Module& m, uint64_t address) { return demangle(rawSymbol(m, address)); }
+  static std::string symbolName(Session& m, uint64_t address) { return demangle(rawSymbol(m, address)); }
 
-  static const char* rawSymbol(Module& m, uint64_t address) {
+  static const char* rawSymbol(Session& m, uint64_t address) {
     if (!m.symbolsIndexed) indexSymbols(m);
     auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), address,
                                [](uint64_t a, const FunctionSymbol& s) { return a < s.start; });
@@ -310,7 +340,7 @@ struct Symbolizer::Impl {
 
   // libdw finds CUs through .debug_aranges, which clang (and rustc) do not emit by default. The
   // fallback reads every CU DIE's ranges once: CU headers only, no full DIE trees.
-  static Dwarf_Die* cuFromRanges(Module& m, uint64_t address, Dwarf_Addr* bias) {
+  static Dwarf_Die* cuFromRanges(Session& m, uint64_t address, Dwarf_Addr* bias) {
     if (!m.cuRangesBuilt) {
       m.cuRangesBuilt = true;
       Dwarf_Addr cuBias = 0;
@@ -335,7 +365,7 @@ struct Symbolizer::Impl {
     return nullptr;
   }
 
-  static std::vector<SymbolFrame> resolve(Module& m, uint64_t address) {
+  static std::vector<SymbolFrame> resolve(Session& m, uint64_t address) {
     std::vector<SymbolFrame> frames;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = dwfl_module_addrdie(m.mod, address, &bias);
@@ -411,21 +441,25 @@ Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
 Symbolizer::~Symbolizer() = default;
 
 std::vector<SymbolFrame> Symbolizer::symbolize(const std::string& modulePath, uint64_t address) {
-  Impl::Module& m = impl_->module(modulePath);
-  if (m.mod == nullptr) return {SymbolFrame{}};
+  Impl::Module& m = impl_->modules[modulePath];
   auto cached = m.frames.find(address);
   if (cached != m.frames.end()) return cached->second;
-  std::vector<SymbolFrame> frames = Impl::resolve(m, address);
+  Impl::Session* s = impl_->session(modulePath, m);
+  if (s == nullptr) return {SymbolFrame{}};
+  std::vector<SymbolFrame> frames = Impl::resolve(*s, address);
   m.frames.emplace(address, frames);
   return frames;
 }
 
 std::string Symbolizer::buildId(const std::string& modulePath) {
-  Impl::Module& m = impl_->module(modulePath);
-  if (m.mod == nullptr) return {};
+  Impl::Module& m = impl_->modules[modulePath];
+  if (m.buildIdKnown) return m.buildId;
+  Impl::Session* s = impl_->session(modulePath, m);
+  m.buildIdKnown = true;
+  if (s == nullptr) return {};
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr = 0;
-  const int length = dwfl_module_build_id(m.mod, &bits, &vaddr);
+  const int length = dwfl_module_build_id(s->mod, &bits, &vaddr);
   if (length <= 0 || bits == nullptr) return {};
   static const char kHex[] = "0123456789abcdef";
   std::string hex;
@@ -434,6 +468,7 @@ std::string Symbolizer::buildId(const std::string& modulePath) {
     hex.push_back(kHex[bits[i] >> 4]);
     hex.push_back(kHex[bits[i] & 0xf]);
   }
+  m.buildId = hex;
   return hex;
 }
 

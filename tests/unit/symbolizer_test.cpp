@@ -165,6 +165,33 @@ TEST_F(SymbolizerTest, ClangLibraryWithoutArangesKeepsInlineChain) {
   expectInlineChain(symbolizer.symbolize(library, callSite));
 }
 
+// A process maps hundreds of libraries; open libdw sessions (one descriptor each, or more) are
+// capped and the least recently used one is closed, then reopened when needed again.
+TEST_F(SymbolizerTest, ManyModulesStayWithinDescriptorBudget) {
+  const std::string copies = dir_ + "/many";
+  fs::create_directories(copies);
+  constexpr int kCopies = 300;
+  std::vector<std::string> paths;
+  for (int i = 0; i < kCopies; ++i) {
+    paths.push_back(copies + "/libcopy" + std::to_string(i) + ".so");
+    fs::copy_file(library_, paths.back());
+  }
+  Symbolizer symbolizer;
+  for (const auto& path : paths) expectInlineChain(symbolizer.symbolize(path, inlineCallSite_));
+  int openCopies = 0;
+  for (const auto& fd : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (fs::read_symlink(fd.path(), error).string().starts_with(copies)) ++openCopies;
+  }
+  EXPECT_GT(openCopies, 0);
+  EXPECT_LE(openCopies, 200) << "sessions are not being closed";
+  // The first copies were closed long ago: a new address there reopens them.
+  auto frames = symbolizer.symbolize(paths[0], entryAddress_);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "fixture_return_address_in_inline");
+  EXPECT_EQ(symbolizer.buildId(paths[1]), kBuildId);
+}
+
 TEST_F(SymbolizerTest, BuildIdIsTheLinkersNote) {
   Symbolizer symbolizer;
   EXPECT_EQ(symbolizer.buildId(library_), kBuildId);
