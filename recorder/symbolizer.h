@@ -3,6 +3,8 @@
 // debug info (an exported function is never unresolved), separate debug files via build id
 // (/usr/lib/debug/.build-id) and .gnu_debuglink. Modules are opened lazily and cached; a module
 // that was dlclose'd (or deleted) is still read from its path.
+// Not thread-safe: use one Symbolizer per thread. At most 128 modules are held open at once (each
+// costs a file descriptor or two); the least recently used is closed, its answers stay cached.
 #pragma once
 
 #include <cstdint>

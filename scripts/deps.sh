@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev       # every JSON in and out
   libcli11-dev             # the command line
   libdw-dev libelf-dev     # DWARF symbolization (inline frames), as perf and hotspot use
+  dwz                      # tests: debug info shared through .gnu_debugaltlink, as Debian ships it
   libprotobuf-dev protobuf-compiler zlib1g-dev  # pprof export (gzipped profile.proto)
   libgtest-dev libgmock-dev                     # tests
   python3 python3-jsonschema                    # tests: traced program, report schema validation

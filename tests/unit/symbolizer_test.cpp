@@ -149,20 +149,43 @@ TEST_F(SymbolizerTest, SeparateDebugFileFoundThroughDebuglink) {
   expectInlineChain(symbolizer.symbolize(debugLinked_, inlineCallSite_));
 }
 
+// dlopens a fixture build and returns its inline call site (module-relative, ip - 1); 0 on error.
+uint64_t inlineCallSiteOf(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return 0;
+  auto entry = reinterpret_cast<uintptr_t (*)(int)>(dlsym(handle, "fixture_return_address_in_inline"));
+  const uint64_t callSite = entry != nullptr ? relativeTo(handle, entry(2)) - 1 : 0;
+  dlclose(handle);
+  return callSite;
+}
+
 // clang emits no .debug_aranges: the compile unit must be found from the CU DIEs' own ranges.
 TEST_F(SymbolizerTest, ClangLibraryWithoutArangesKeepsInlineChain) {
   if (run("command -v clang++") != 0) GTEST_SKIP() << "clang++ not installed";
   const std::string library = dir_ + "/libfixture_clang.so";
   ASSERT_EQ(run("clang++ -g -O2 -fPIC -shared -o " + library + " " + kFixtureSource), 0);
   ASSERT_NE(run("readelf -S " + library + " | grep -q debug_aranges"), 0) << "clang emitted aranges";
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto entry = reinterpret_cast<uintptr_t (*)(int)>(dlsym(handle, "fixture_return_address_in_inline"));
-  ASSERT_NE(entry, nullptr);
-  const uint64_t callSite = relativeTo(handle, entry(2)) - 1;
-  dlclose(handle);
+  const uint64_t callSite = inlineCallSiteOf(library);
+  ASSERT_NE(callSite, 0u);
   Symbolizer symbolizer;
   expectInlineChain(symbolizer.symbolize(library, callSite));
+}
+
+// Debian's debug packages are dwz-compressed: DIEs shared between files (here the inlined
+// function's name) move to a common file named by .gnu_debugaltlink.
+TEST_F(SymbolizerTest, DwzSharedDebugInfoKeepsInlineNames) {
+  if (run("command -v dwz") != 0) GTEST_SKIP() << "dwz not installed";
+  const std::string first = dir_ + "/libdwz1.so", second = dir_ + "/libdwz2.so";
+  for (const auto& [library, id] : {std::pair{first, "01"}, std::pair{second, "02"}})
+    ASSERT_EQ(run("g++ -g -O2 -fPIC -shared -Wl,--build-id=0x" + kBuildId.substr(2) + id + " -o " +
+                  library + " " + kFixtureSource), 0);
+  const std::string common = dir_ + "/common.debug";
+  ASSERT_EQ(run("dwz -m " + common + " -M " + common + " " + first + " " + second), 0);
+  ASSERT_EQ(run("readelf -S " + first + " | grep -q gnu_debugaltlink"), 0) << "dwz shared nothing";
+  const uint64_t callSite = inlineCallSiteOf(first);
+  ASSERT_NE(callSite, 0u);
+  Symbolizer symbolizer;
+  expectInlineChain(symbolizer.symbolize(first, callSite));
 }
 
 // A process maps hundreds of libraries; open libdw sessions (one descriptor each, or more) are
