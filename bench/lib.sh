@@ -13,6 +13,9 @@ OUT="$BENCH/out"
 ALL_WORKLOADS=(malloc_storm mt_storm py_dict sqlite_insert torch_mlp)
 # A hung run must not eat the session: each measured command gets this many seconds.
 RUN_TIMEOUT="${BENCH_RUN_TIMEOUT:-300}"
+# Reporters get less: a report that takes minutes is a finding, shown as "timed out", and must
+# not push a whole run past its ten minutes.
+REPORT_TIMEOUT="${BENCH_REPORT_TIMEOUT:-120}"
 
 build_workloads() {
   mkdir -p "$OUT"
@@ -25,10 +28,10 @@ build_workloads() {
 }
 
 # Runs a command under `measure` with a timeout; the measure line is appended to $1.
-# Usage: measured MEASURE_FILE CMD...   (returns the command's status)
+# Usage: [MEASURE_TIMEOUT=S] measured MEASURE_FILE CMD...   (returns the command's status)
 measured() {
   local mfile="$1"; shift
-  timeout -k 5 "$RUN_TIMEOUT" "$OUT/measure" -o "$mfile" -- "$@"
+  timeout -k 5 "${MEASURE_TIMEOUT:-$RUN_TIMEOUT}" "$OUT/measure" -o "$mfile" -- "$@"
 }
 
 kv() {  # kv KEY "k1=v1 k2=v2 ..."

@@ -51,12 +51,14 @@ RES="$OUT/results.tsv" INFO="$OUT/results.info"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS" "$OUT/traces"
 rm -f "$LOGS"/*.log
-printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_bytes\treport_s\treport_kb\tevents\twait_ns\n' > "$RES"
+printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_bytes\treport_s\treport_kb\treport_status\tevents\twait_ns\n' > "$RES"
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine=$(machine_line)"
   echo "command=$COMMAND_USED"
   echo "runs=$RUNS"
+  echo "run_timeout=$RUN_TIMEOUT"
+  echo "report_timeout=$REPORT_TIMEOUT"
   echo "git=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "heaptrack=${HT_VERSION:-n/a}"
   echo "heaptrack_na=$HT_NA"
@@ -68,10 +70,13 @@ printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_
 
 # row WORKLOAD MODE RUN MEASURE_LINE [recorder_kb size report_line events wait_ns]
 row() {
-  local m="$4" r="${7:-}"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+  local m="$4" r="${7:-}" rstatus=""
+  # A reporter killed by the timeout leaves no measure line at all.
+  [[ -z "$r" && "$2" != base ]] && rstatus=killed
+  [[ -n "$r" ]] && rstatus="$(kv status "$r")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
     "$(kv wall_s "$m")" "$(kv status "$m")" "$(kv hwm_kb "$m")" "$(kv tree_maxrss_kb "$m")" \
-    "${5:-}" "${6:-}" "$(kv wall_s "$r")" "$(kv hwm_kb "$r")" "${8:-}" "${9:-}" >> "$RES"
+    "${5:-}" "${6:-}" "$(kv wall_s "$r")" "$(kv hwm_kb "$r")" "$rstatus" "${8:-}" "${9:-}" >> "$RES"
 }
 
 # Runs one measured command with the workload's environment; the program's stdout is dropped
@@ -114,7 +119,7 @@ for w in "${WORKLOADS[@]}"; do
       if run_measured "$m" "$log" "$HT" -o "$t" "${WL_CMD[@]}"; then
         f="$(ls "$t".zst "$t".gz 2>/dev/null | head -1)"
         rm -f "$m.rep"
-        measured "$m.rep" heaptrack_print "$f" > /dev/null 2>> "$log"
+        MEASURE_TIMEOUT=$REPORT_TIMEOUT measured "$m.rep" heaptrack_print "$f" > /dev/null 2>> "$log"
         row "$w" heaptrack "$r" "$(last_line "$m")" "$(kv hwm_kb "$(last_line "$m.interp")")" \
           "$(stat -c %s "$f")" "$(last_line "$m.rep")"
         echo "$w run $r: heaptrack $(kv wall_s "$(last_line "$m")") s, heaptrack_print $(kv wall_s "$(last_line "$m.rep")") s"
@@ -130,7 +135,7 @@ for w in "${WORKLOADS[@]}"; do
       log="$LOGS/$w.memledger.$r.log"
       if run_measured "$m" "$log" "$ML" record -o "$db" -- "${WL_CMD[@]}" && [[ -s "$db" ]]; then
         rm -f "$m.rep"
-        measured "$m.rep" "$ML" report "$db" > /dev/null 2>> "$log"
+        MEASURE_TIMEOUT=$REPORT_TIMEOUT measured "$m.rep" "$ML" report "$db" > /dev/null 2>> "$log"
         events="$(sqlite3 "$db" 'select coalesce(sum(alloc_count) + sum(free_count), 0) from sites' 2>/dev/null)"
         wait_ns="$(sqlite3 "$db" "select value from meta where key = 'wait_ns'" 2>/dev/null)"
         row "$w" memledger "$r" "$(last_line "$m")" "$(kv hwm_kb "$(last_line "$m")")" \

@@ -19,6 +19,17 @@ def med(rows, key):
     return statistics.median(vals) if vals else None
 
 
+def report_cell(rows, timeout):
+    """Median reporter time over the runs where it succeeded; otherwise why it did not."""
+    ok = [r for r in rows if r.get("report_status") == "0"]
+    if ok or not rows:
+        return fmt_s(med(ok, "report_s"))
+    status = rows[-1].get("report_status", "")
+    if status in ("124", "137", "143", "killed"):
+        return f"> {timeout} (timed out)"
+    return f"failed (exit {status})"
+
+
 def fmt_s(v):
     return "n/a" if v is None else (f"{v:.3f}" if v < 10 else f"{v:.1f}")
 
@@ -86,7 +97,8 @@ def main(tsv, info_path, md_path):
             ml_cell,
             "n/a" if ratio is None else f"{ratio:.2f}",
             f"{fmt_mb(med(by['heaptrack'], 'size_bytes'))} / {fmt_mb(med(by['memledger'], 'size_bytes'))}",
-            f"{fmt_s(med(by['heaptrack'], 'report_s'))} / {fmt_s(med(by['memledger'], 'report_s'))}",
+            f"{report_cell(by['heaptrack'], info.get('report_timeout', '?'))} / "
+            f"{report_cell(by['memledger'], info.get('report_timeout', '?'))}",
             f"{fmt_mb(med(by['heaptrack'], 'recorder_kb'), 1024)} / "
             f"{fmt_mb(med(by['memledger'], 'recorder_kb'), 1024)}",
             fmt_rate(events / ml) if events is not None and ml else "n/a",
@@ -132,7 +144,9 @@ def main(tsv, info_path, md_path):
         "- slowdown = profiled time / baseline time; overhead ratio = (memledger slowdown − 1) / "
         "(heaptrack slowdown − 1): below 1 memledger adds less time than heaptrack.",
         "- trace size: heaptrack's compressed trace (.zst/.gz) vs memledger's SQLite recording.",
-        "- report s: `heaptrack_print FILE` vs `memledger report FILE`, output discarded.",
+        "- report s: `heaptrack_print FILE` vs `memledger report FILE`, output discarded; each "
+        f"reporter is stopped after {info.get('report_timeout', '?')} s and a run after "
+        f"{info.get('run_timeout', '?')} s (BENCH_REPORT_TIMEOUT, BENCH_RUN_TIMEOUT).",
         "- recorder peak RSS: VmHWM of heaptrack_interpret vs of the `memledger record` process, "
         "read at their exit through a ptrace exit stop (bench/tools/measure.c); the traced "
         "program's own memory is not in it.",
