@@ -136,6 +136,7 @@ int cmdRecord(int argc, char** argv) {
   opt.preload = preload;
   opt.followChildren = !noFollow;
   opt.symbolize = !noSymbols;
+  opt.warnIfNothingRegisters = !bin.isStatic && !bin.secure;
   opt.recording.fold = !noFold;
   opt.recording.fold_threshold_ns = static_cast<uint64_t>(foldMs * 1e6);
   opt.recording.bucket_ns = static_cast<uint64_t>(bucketMs * 1e6);

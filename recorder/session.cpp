@@ -13,7 +13,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "db_writer.h"
 #include "launch.h"
@@ -61,6 +65,45 @@ int exitCodeOf(int status) {
   return 1;
 }
 
+// Tells writers the recorder is alive, from its own thread: a slow round of the event loop (a
+// large SQLite batch on an oversubscribed machine) must not look like a dead recorder, or the
+// writers would detach and the recording would lose the rest of the run.
+class HeartbeatThread {
+ public:
+  HeartbeatThread() : thread_([this] { loop(); }) {}
+  ~HeartbeatThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void add(RingReader* r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rings_.push_back(r);
+  }
+  void remove(RingReader* r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(rings_, r);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      uint64_t now = nowNs();
+      for (RingReader* r : rings_) r->heartbeat(now);
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<RingReader*> rings_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
 struct Tracked {
   int64_t id;
   uint32_t pid;
@@ -76,8 +119,10 @@ class Session {
   Session(const SessionOptions& opt, DbWriter& db, Recording& rec, ControlSocket& ctl, int sigfd)
       : opt_(opt), db_(db), rec_(rec), ctl_(ctl), sigfd_(sigfd) {}
   ~Session() {
-    for (Tracked& t : tracked_)
+    for (Tracked& t : tracked_) {
+      heartbeat_.remove(t.ring.get());
       if (t.pidfd >= 0) ::close(t.pidfd);
+    }
   }
 
   int run(pid_t child);
@@ -111,6 +156,7 @@ class Session {
   uint64_t lost_ = 0;
   std::vector<Tracked> tracked_;
   std::vector<pollfd> pfds_;
+  HeartbeatThread heartbeat_;
 };
 
 void Session::acceptAll() {
@@ -154,6 +200,7 @@ void Session::registerImage(Registration reg) {
   t.pidfd = pidfdOpen(static_cast<pid_t>(s.pid));
   if (t.pidfd < 0) t.dead = !processAlive(s.pid);  // gone before we looked
   t.ring->heartbeat(now);
+  heartbeat_.add(t.ring.get());
   tracked_.push_back(std::move(t));
   ++registered_;
 }
@@ -221,6 +268,7 @@ void Session::close(size_t i, uint64_t now, bool byExec) {
   lost_ += t.ring->lost();
   rec_.closeImage(t.id, now, t.ring->waitNs(), byExec);
   if (t.pidfd >= 0) ::close(t.pidfd);
+  heartbeat_.remove(t.ring.get());
   tracked_.erase(tracked_.begin() + static_cast<long>(i));
 }
 
@@ -351,7 +399,7 @@ int runSession(const SessionOptions& optIn) {
   sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
   rec.finish(nowNs(), session.lost());
-  if (!session.anyRegistered())
+  if (!session.anyRegistered() && opt.warnIfNothingRegisters)
     std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
   if (opt.symbolize && db->ok()) {
     std::unique_ptr<SymbolSource> source = makeNativeSymbolSource();

@@ -28,6 +28,7 @@ struct SessionOptions {
   std::string preload;            // absolute path of libmemledger_preload.so
   bool followChildren = true;
   bool symbolize = true;
+  bool warnIfNothingRegisters = true;  // false when the caller already warned (static binary)
   RecordingOptions recording;     // origin_ns is set by runSession
   std::string version;            // memledger's version, for meta
 };

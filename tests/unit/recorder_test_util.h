@@ -79,11 +79,14 @@ class RecordingFixture : public ::testing::Test {
     rec_.reset();
     db_.reset();
     if (reader_) sqlite3_close(reader_);
-    if (!path_.empty()) {
-      unlink(path_.c_str());
-      unlink((path_ + "-wal").c_str());
-      unlink((path_ + "-shm").c_str());
-    }
+    removeFiles();
+  }
+
+  void removeFiles() {
+    if (path_.empty()) return;
+    unlink(path_.c_str());
+    unlink((path_ + "-wal").c_str());
+    unlink((path_ + "-shm").c_str());
   }
 
   void open(RecordingOptions opt) {
@@ -91,7 +94,7 @@ class RecordingFixture : public ::testing::Test {
     db_.reset();
     if (reader_) sqlite3_close(reader_);
     reader_ = nullptr;
-    if (!path_.empty()) unlink(path_.c_str());
+    removeFiles();
     char tmpl[] = "/tmp/memledger-test-XXXXXX";
     int fd = mkstemp(tmpl);
     ASSERT_GE(fd, 0);
