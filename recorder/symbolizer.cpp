@@ -74,8 +74,8 @@ bool isCodeScope(int tag) {
          tag == DW_TAG_catch_block;
 }
 
-// DIEs without ranges whose children may still be function definitions (C++ puts definitions
-// of namespace members inside the namespace DIE; Fortran modules likewise).
+// DIEs without ranges whose children may still be function definitions (clang nests definitions
+// of namespace members in the namespace DIE, GCC those of local classes; Fortran modules).
 bool isContainer(int tag) {
   return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
          tag == DW_TAG_structure_type || tag == DW_TAG_union_type;
