@@ -4,6 +4,20 @@
 // and tests feed it Decoded records by hand. Everything is O(1) per event and allocation-free on
 // the hot path once the hash maps have grown; only allocations that outlive the fold threshold
 // (or never die) cost an SQLite row.
+//
+// Decisions worth knowing when reading a recording:
+// - Timeline: one row per bucket in which anything happened (an event or an RSS sample), at a
+//   fixed width for the whole run (meta bucket_ns, `record --bucket-ms`, 1 ms by default). It is
+//   not coarsened automatically: an idle process costs a row per RSS sample (every 10 ms), a
+//   busy one a row per ms (3.6M rows per busy hour); pass a wider bucket for long runs.
+// - A timestamp older than the current bucket (threads publish slightly out of order) counts in
+//   the current bucket. An RSS sample waits until the event stream reaches its time.
+// - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
+//   stacks, modules, timeline and long-lived allocations, but no per-site totals.
+// - Temporaries: a block freed before the thread that allocated it allocated anything else; a
+//   realloc's free is a resize, never a temporary.
+// - Heap (for the peak and the timeline) is malloc + new + custom pools; anonymous mmap has its
+//   own curve and peak. sites.peak_* of every kind is what was live at the heap peak.
 #pragma once
 
 #include <cstdint>

@@ -27,12 +27,20 @@ ImageRecorder* Recording::openImageOf(uint32_t pid) {
 ImageRecorder& Recording::openImage(const ImageStart& s) {
   std::optional<int64_t> parent;
   const ImageRecorder* forkParent = nullptr;
+  std::optional<int> status;
+  if (auto p = pendingStatus_.find(s.pid); p != pendingStatus_.end()) {
+    status = p->second;
+    pendingStatus_.erase(p);
+  }
   if (!s.forked) {
     // The same pid registering a fresh image: it exec'd. The old image ends here.
     if (ImageRecorder* old = openImageOf(s.pid)) closeImage(old->id(), s.start_ns, 0, true);
     for (auto it = images_.rbegin(); it != images_.rend(); ++it) {
       if (it->row.pid == s.pid && it->execd) {
         parent = it->row.id;
+        // A status that arrived before this registration was meant for the last image: this one.
+        if (it->waitStatus && !status) status = it->waitStatus;
+        it->waitStatus.reset();
         break;
       }
     }
@@ -62,6 +70,7 @@ ImageRecorder& Recording::openImage(const ImageStart& s) {
   im.row.exe = s.exe;
   im.row.start_ns = s.start_ns > opt_.origin_ns ? s.start_ns - opt_.origin_ns : 0;
   im.row.forked = s.forked;
+  im.waitStatus = status;
   im.rec = std::make_unique<ImageRecorder>(*this, im.row.id, opt_, forkParent);
   images_.push_back(std::move(im));
   writeProcess(images_.back());
@@ -86,6 +95,8 @@ void Recording::noteWaitStatus(uint32_t pid, int status) {
     if (it->rec->closed()) writeProcess(*it);
     return;
   }
+  // The reaping parent's record can be drained before the child's registration is accepted.
+  pendingStatus_[pid] = status;
 }
 
 void Recording::writeProcess(Image& im) {

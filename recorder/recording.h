@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,7 @@ class Recording {
   DbWriter& db_;
   RecordingOptions opt_;
   std::vector<Image> images_;  // index = id - 1
+  std::map<uint32_t, int> pendingStatus_;  // wait statuses of pids not registered (yet)
   int64_t stackIds_ = 0, moduleIds_ = 0;
   uint32_t ipIds_ = 0, allocationIds_ = 0;
 };

@@ -294,8 +294,10 @@ int Session::run(pid_t child) {
       for (size_t i = 0; i < trackedPolled; ++i)
         if (pfds_[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) tracked_[i].dead = true;
       if (pfds_[1].revents & POLLIN) onSignals();
-      if (pfds_[0].revents & POLLIN) acceptAll();
     }
+    // Every round, not only when poll said so: a registration must be in before records of
+    // other images (a parent's ChildStatus) that were written after it are drained.
+    acceptAll();
     uint64_t now = nowNs();
     busy = drainRound(now);
     closeDead(now);

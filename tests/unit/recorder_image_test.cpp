@@ -113,6 +113,23 @@ TEST_F(RecorderImages, ExecEndsTheImageAndStatusesResolve) {
   EXPECT_EQ(query("SELECT parent_id FROM processes WHERE id = 3"), 2);
 }
 
+TEST_F(RecorderImages, StatusArrivingBeforeTheRegistrationIsKept) {
+  image(400, 1);
+  image(401, 400, true);             // a fork child...
+  rec_->noteWaitStatus(401, 7 << 8);  // ...reaped by its parent before its exec'd image registered
+  image(401, 400);                   // the exec'd program
+  rec_->noteWaitStatus(402, SIGKILL);  // a pid whose registration is still queued
+  image(402, 400, true);
+  finish(5 * kMs);
+  EXPECT_EQ(text("SELECT ended_by FROM processes WHERE id = 2"), "exec");
+  EXPECT_EQ(query("SELECT exit_code FROM processes WHERE id = 2"), -2);
+  EXPECT_EQ(text("SELECT ended_by FROM processes WHERE id = 3"), "exit");
+  EXPECT_EQ(query("SELECT exit_code FROM processes WHERE id = 3"), 7);
+  EXPECT_EQ(query("SELECT parent_id FROM processes WHERE id = 3"), 2);
+  EXPECT_EQ(text("SELECT ended_by FROM processes WHERE id = 4"), "signal");
+  EXPECT_EQ(query("SELECT signal FROM processes WHERE id = 4"), SIGKILL);
+}
+
 TEST_F(RecorderImages, TimelineBucketsHoldEndMaxMinAndCounts) {
   ImageRecorder& im = image();
   im.onRecord(stack(kA, kFramesA));
