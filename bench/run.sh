@@ -59,7 +59,10 @@ printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_
   echo "runs=$RUNS"
   echo "run_timeout=$RUN_TIMEOUT"
   echo "report_timeout=$REPORT_TIMEOUT"
-  echo "git=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # A binary built from a working tree with uncommitted sources is not quite that commit: say so.
+  dirty="$(git -C "$ROOT" status --porcelain -- interpose recorder cli analyzer 2>/dev/null | wc -l)"
+  echo "git=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$( ((dirty)) &&
+    echo " with $dirty memledger source file(s) uncommitted at run time")"
   echo "heaptrack=${HT_VERSION:-n/a}"
   echo "heaptrack_na=$HT_NA"
   echo "memledger=${ML_VERSION:-n/a} ($MEMLEDGER)"
