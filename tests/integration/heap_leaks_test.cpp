@@ -39,8 +39,8 @@ TEST(LeakChains, StacksPointAtTheAllocatingLine) {
   const json& report = reportOnce(recordSampleUnchanged("leak_chains"));
   const json& sites = report["leaks"]["sites"];
   const std::string src = sourceDir() + "/samples/leak_chains.c";
-  EXPECT_TRUE(innermostAt(sites, "leak_malloc", "samples/leak_chains.c", lineOf(src, "malloc(1000)")));
-  EXPECT_TRUE(innermostAt(sites, "leak_calloc", "samples/leak_chains.c", lineOf(src, "calloc(10, 100)")));
+  EXPECT_TRUE(innermostAt(sites, "leak_malloc", "samples/leak_chains.c", lineOf(src, "char* p = malloc(1000);")));
+  EXPECT_TRUE(innermostAt(sites, "leak_calloc", "samples/leak_chains.c", lineOf(src, "keep(calloc(10, 100));")));
   EXPECT_TRUE(innermostAt(sites, "leak_realloc", "samples/leak_chains.c", lineOf(src, "p = realloc(p, size)")));
   // The caller is the next frame: stacks are innermost first.
   for (const char* fn : {"leak_malloc", "leak_calloc", "leak_realloc"}) {

@@ -61,6 +61,7 @@ inline int64_t lineOf(const std::string& path, std::string_view text) {
 // by its ending, so both absolute and relative paths match).
 inline ::testing::AssertionResult innermostAt(const json& sites, std::string_view function, std::string_view file,
                                               int64_t line) {
+  if (line <= 0) return ::testing::AssertionFailure() << "the expected source line of " << function << " is not unique";
   auto found = sitesWith(sites, function);
   if (found.size() != 1) return ::testing::AssertionFailure() << found.size() << " sites name " << function;
   const json& frame = found[0]["stack"][0];
