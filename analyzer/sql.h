@@ -42,6 +42,7 @@ class Statement {
   }
   const void* blob(int col) const { return sqlite3_column_blob(stmt_, col); }
   int bytes(int col) const { return sqlite3_column_bytes(stmt_, col); }
+  sqlite3_stmt* raw() const { return stmt_; }
 
  private:
   const Recording& rec_;
