@@ -102,7 +102,8 @@ std::vector<Process> processes(const Recording& rec) {
   return out;
 }
 
-std::vector<Site> sites(const Recording& rec, const Filter& filter) {
+namespace detail {
+std::vector<Site> siteRows(const Recording& rec, const Filter& filter) {
   std::string sql =
       "SELECT stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, freed_bytes, "
       "leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, realloc_count, "
@@ -128,6 +129,12 @@ std::vector<Site> sites(const Recording& rec, const Filter& filter) {
     out.push_back(std::move(s));
     if (filter.top && out.size() >= *filter.top) break;
   }
+  return out;
+}
+}  // namespace detail
+
+std::vector<Site> sites(const Recording& rec, const Filter& filter) {
+  std::vector<Site> out = detail::siteRows(rec, filter);
   for (auto& s : out) s.stack = rec.stack(s.stack_id);
   return out;
 }

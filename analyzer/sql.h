@@ -62,6 +62,10 @@ inline bool kindMatches(const Filter& filter, const std::string& kind) {
 // of that pid with the largest heap peak. nullopt when the recording has no processes.
 std::optional<int64_t> peakImage(const Recording& rec, const Filter& filter);
 
+// Rows of `sites` like analyzer::sites(), without decoding their stacks: the rules engine looks
+// at every site but needs the frames of the few that match.
+std::vector<Site> siteRows(const Recording& rec, const Filter& filter);
+
 // Innermost frame with a known function (the one a message should name), or nullptr.
 const Frame* namedFrame(const Stack& stack);
 

@@ -56,7 +56,7 @@ std::vector<Pattern> patterns(const Recording& rec, const Filter& filter) {
   Filter all = filter;
   all.top.reset();
   std::vector<Pattern> out;
-  for (const Site& s : sites(rec, all)) {
+  for (const Site& s : detail::siteRows(rec, all)) {
     if (s.max_realloc_chain >= kReallocChainMin || s.realloc_count >= kReallocCountMin) {
       int64_t steps = std::max<int64_t>(1, s.max_realloc_chain);
       out.push_back({PatternKind::ReallocGrowth, s,
@@ -81,6 +81,7 @@ std::vector<Pattern> patterns(const Recording& rec, const Filter& filter) {
                       {"size", s.max_size},
                       {"max_live_bytes", s.max_live_bytes}}});
   }
+  for (Pattern& p : out) p.site.stack = rec.stack(p.site.stack_id);
   return out;
 }
 
@@ -91,7 +92,10 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
 
   // Leaks, largest first.
   size_t leakLines = 0;
-  for (const SiteAmount& l : leaks(rec, all).sites) {
+  // Sorted by bytes: the first hundred hold every site worth one of the ten lines.
+  Filter leakFilter = all;
+  leakFilter.top = 100;
+  for (const SiteAmount& l : leaks(rec, leakFilter).sites) {
     if (l.bytes < kLeakBytesMin && l.count < kLeakCountMin) continue;
     if (leakLines++ == kLeakSuggestionsMax) break;
     std::string sev = l.bytes >= (1 << 20) ? "high" : l.bytes >= (64 << 10) ? "medium" : "low";
@@ -104,12 +108,12 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                    {{"leak_count", l.count}, {"leak_bytes", l.bytes}, {"pid", l.pid}}});
   }
 
-  std::vector<Site> all_sites = sites(rec, all);
   // Temporary storms: allocated and freed before anything else was allocated, over and over.
   std::vector<int64_t> stormStacks;
-  for (const Site& s : all_sites) {
+  for (Site& s : detail::siteRows(rec, all)) {
     if (s.temp_count < kTempStormMin) continue;
     stormStacks.push_back(s.stack_id);
+    s.stack = rec.stack(s.stack_id);
     out.push_back({"reuse_buffer", s.temp_count >= 1000000 ? "high" : "medium",
                    where(s.stack) + " made " + formatCount(s.temp_count) +
                        " temporary allocations (" + formatBytes(s.temp_bytes) +
@@ -159,7 +163,9 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
   }
 
   // One site holding most of the peak: the peak is that site's data structure.
-  Peak pk = peak(rec, all);
+  Filter peakFilter = all;
+  peakFilter.top = 2;  // at most two sites can each hold half of the peak
+  Peak pk = peak(rec, peakFilter);
   if (pk.bytes >= kPeakShareMinBytes) {
     for (const SiteAmount& s : pk.sites) {
       double share = static_cast<double>(s.bytes) / static_cast<double>(pk.bytes);
