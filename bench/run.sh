@@ -55,6 +55,7 @@ printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine=$(machine_line)"
+  echo "load=$(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
   echo "command=$COMMAND_USED"
   echo "runs=$RUNS"
   echo "run_timeout=$RUN_TIMEOUT"
@@ -65,7 +66,7 @@ printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_
     echo " with $dirty memledger source file(s) uncommitted at run time")"
   echo "heaptrack=${HT_VERSION:-n/a}"
   echo "heaptrack_na=$HT_NA"
-  echo "memledger=${ML_VERSION:-n/a} ($MEMLEDGER)"
+  echo "memledger=${ML_VERSION:-memledger n/a} ($MEMLEDGER)"
   echo "memledger_na=$ML_NA"
 } > "$INFO"
 [[ -n "$HT_NA" ]] && echo "heaptrack: n/a ($HT_NA)"

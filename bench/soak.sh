@@ -62,7 +62,7 @@ awk -v e="$events" -v w="$wall" -v p="$pairs" -v bp="$base_pairs" -v bs="$short"
   printf "  recorded            %d events in %.1f s end to end: %.2f M events/s\n", e, w, e / w / 1e6
   printf "  recording duration  %.1f s (meta duration_ns)\n", d / 1e9
   printf "  recorder peak RSS   %.1f MB\n", hwm * 1024 / 1e6
-  printf "  program waited      %.1f ms for ring space (meta wait_ns; %.2f%% of the run)\n", wn / 1e6, 100 * wn / 1e9 / s
+  printf "  program waited      %.1f ms for ring space (meta wait_ns, summed over threads: %.1f%% of the %d threads x %d s)\n", wn / 1e6, 100 * wn / 1e9 / (4 * s), 4, s
   printf "  lost records        %s\n", lost
   printf "  recording size      %.1f MB\n", size / 1e6
 }'

@@ -125,8 +125,9 @@ def main(tsv, info_path, md_path):
         f"- date: {info.get('date', '?')}",
         f"- machine: {info.get('machine', '?')}. The cores are shared with other work (several "
         "engineers building at once), so absolute times are noisy: compare the ratios within this "
-        "one run, not across runs.",
-        f"- tools: {info.get('heaptrack', '?')}; memledger {info.get('memledger', '?')}; "
+        "one run, not across runs. Load average when the run started: "
+        f"{info.get('load', '?')}.",
+        f"- tools: {info.get('heaptrack', '?')}; {info.get('memledger', '?')}; "
         f"checkout {info.get('git', '?')}",
         f"- command: `{info.get('command', '?')}` ({info.get('runs', '?')} run(s) per mode, medians)",
         "",

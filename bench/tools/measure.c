@@ -5,6 +5,7 @@
 // Appends one line to FILE (default stderr):
 //   wall_s=<s> status=<exit code, 128+N for signal N> hwm_kb=<VmHWM of PROGRAM's own process>
 //   tree_maxrss_kb=<largest ru_maxrss of PROGRAM and everything it waited for>
+//   signals=<signals relayed to PROGRAM while traced>
 // and exits with PROGRAM's status. stdin/stdout/stderr pass through.
 //
 // Why ptrace: a recorder's own peak RSS is what we want, but wait4's ru_maxrss is the maximum
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   signal(SIGTERM, SIG_IGN);
   long hwm = -1;
   int traced = 0, status = 0;
+  long forwarded = 0;  // signal stops we relayed: each one costs the child a round trip through us
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   for (;;) {
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
       hwm = readHwmKb(pid);
       ptrace(PTRACE_CONT, pid, NULL, NULL);
     } else {  // a signal on its way to the child: deliver it unchanged
+      ++forwarded;
       ptrace(PTRACE_CONT, pid, NULL, (void*)(long)sig);
     }
   }
@@ -113,7 +116,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "measure: cannot write %s: %s\n", out, strerror(errno));
     return code;
   }
-  fprintf(f, "wall_s=%.4f status=%d hwm_kb=%ld tree_maxrss_kb=%ld\n", wall, code, hwm, tree);
+  fprintf(f, "wall_s=%.4f status=%d hwm_kb=%ld tree_maxrss_kb=%ld signals=%ld\n", wall, code, hwm,
+          tree, forwarded);
   if (out) fclose(f);
   return code;
 }
