@@ -267,6 +267,16 @@ class Spawned {
   std::chrono::steady_clock::time_point started_;
 };
 
+// The program's own stderr: what `memledger record` printed minus memledger's own lines (which
+// all start with "memledger: ").
+inline std::string programErr(const std::string& err) {
+  std::string kept, line;
+  std::istringstream in(err);
+  while (std::getline(in, line))
+    if (line.rfind("memledger: ", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
 inline std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
