@@ -1,7 +1,6 @@
 // The memory curve (timeline), markers, and phases: named by markers when the program set any,
 // otherwise found on the heap curve as "a ramp, then a release".
 #include <algorithm>
-#include <string_view>
 #include <unordered_map>
 
 #include "analyzer/analyzer.h"
@@ -77,12 +76,51 @@ struct Range {
 // high points in the order the bucket moved (a rising bucket dipped first, a falling one peaked
 // first), so a bucket holding both the end of a release and the start of the next ramp still
 // shows the valley. A phase ends at a valley once the curve has released at least half of the
-// phase's rise above its baseline; hysteresis (a noise band of 5% of the global peak) keeps
-// jitter on a ramp or on a plateau from splitting phases.
+// phase's rise above its baseline, and at least twice the noise band; hysteresis (the next ramp
+// must climb a noise band above the valley) keeps jitter on a ramp or a plateau from splitting
+// phases. The noise band is 5% of the global peak, at least 64 KiB (a small program's curve is
+// all noise); when that still cuts the run into more than kMaxAutoPhases (a loop allocating and
+// freeing per iteration), the band widens until only the most significant swings remain.
+constexpr size_t kMaxAutoPhases = 20;
+constexpr int64_t kMinNoiseBytes = 64 << 10;
+
+struct Sample {
+  int64_t t, v;
+};
+
+std::vector<Range> cutPhases(const std::vector<Sample>& s, int64_t noise, int64_t startNs, int64_t endNs) {
+  std::vector<Range> out;
+  int64_t start = startNs;
+  int64_t base = s.front().v, top = s.front().v, valley = s.front().v, valleyT = s.front().t;
+  bool released = false;
+  for (const auto& x : s) {
+    if (!released && x.v > top) {
+      top = x.v;
+      valley = x.v;
+      valleyT = x.t;
+    }
+    if (!released && x.v < base) base = x.v;
+    if (x.v < valley) {
+      valley = x.v;
+      valleyT = x.t;
+    }
+    int64_t rise = top - base, drop = top - valley;
+    if (!released && drop >= 2 * noise && 2 * drop >= rise) released = true;
+    if (released && x.v >= valley + noise) {
+      out.push_back({"", false, start, valleyT});
+      start = valleyT;
+      base = valley;
+      top = x.v;
+      valley = x.v;
+      valleyT = x.t;
+      released = false;
+    }
+  }
+  out.push_back({"", false, start, std::max(endNs, s.back().t)});
+  return out;
+}
+
 std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t bucket, int64_t endNs) {
-  struct Sample {
-    int64_t t, v;
-  };
   std::vector<Sample> s;
   int64_t prevEnd = tl.empty() ? 0 : tl.front().heap_min;
   int64_t globalPeak = 0;
@@ -98,71 +136,82 @@ std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t
     s.push_back({p.t_ns + bucket, p.heap_bytes});
     prevEnd = p.heap_bytes;
   }
-  std::vector<Range> out;
-  if (s.empty()) return out;
-  const int64_t noise = std::max<int64_t>(1, globalPeak / 20);
-  int64_t start = tl.front().t_ns;
-  int64_t base = s.front().v, top = s.front().v, valley = s.front().v, valleyT = s.front().t;
-  bool released = false;
-  for (const auto& x : s) {
-    if (!released && x.v > top) {
-      top = x.v;
-      valley = x.v;
-      valleyT = x.t;
-    }
-    if (!released && x.v < base) base = x.v;
-    if (x.v < valley) {
-      valley = x.v;
-      valleyT = x.t;
-    }
-    int64_t rise = top - base, drop = top - valley;
-    if (!released && drop >= noise && 2 * drop >= rise) released = true;
-    if (released && x.v >= valley + noise) {
-      out.push_back({"", false, start, valleyT});
-      start = valleyT;
-      base = valley;
-      top = x.v;
-      valley = x.v;
-      valleyT = x.t;
-      released = false;
-    }
+  if (s.empty()) return {};
+  int64_t noise = std::max<int64_t>(kMinNoiseBytes, globalPeak / 20);
+  std::vector<Range> out = cutPhases(s, noise, tl.front().t_ns, endNs);
+  while (out.size() > kMaxAutoPhases && noise < globalPeak) {
+    noise *= 2;
+    out = cutPhases(s, noise, tl.front().t_ns, endNs);
   }
-  out.push_back({"", false, start, std::max(endNs, s.back().t)});
   for (size_t i = 0; i < out.size(); ++i) out[i].name = "phase " + std::to_string(i + 1);
   return out;
 }
 
-// Top sites of every phase by bytes allocated in it, in one sequential pass over the allocation
-// rows. A GROUP BY per phase makes SQLite sort every row into a temporary b-tree (about 1 us a
-// row); a hash map per phase keeps the pass at the cost of stepping the rows.
+// Top sites of every phase by bytes allocated in it. One phase is the whole run: the exact
+// per-site totals of `sites` answer it (folded short-lived allocations included). Several phases
+// take one sequential pass over the allocation rows (folded allocations have no row, so these
+// are the allocations that lived at least the fold threshold). Per row the pass reads three
+// integers and adds into a dense array: a GROUP BY per phase would sort every row into a
+// temporary b-tree (~1 us a row), and 10^7 rows must take well under a second.
 std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const std::vector<Range>& ranges,
-                                                   const std::string& images, const Filter& filter, size_t top) {
+                                                   const Filter& filter, size_t top) {
   std::vector<std::vector<SiteAmount>> out(ranges.size());
   if (ranges.empty()) return out;
-  struct Key {
-    int64_t stack, image;
-    int kind;
-    bool operator==(const Key&) const = default;
+  Filter f = filter;
+  f.top.reset();
+  f.t_from_ns.reset();
+  f.t_to_ns.reset();
+  std::vector<Site> siteList = detail::siteRows(rec, f);
+  auto emit = [&](size_t phase, const Site& s, int64_t count, int64_t bytes) {
+    SiteAmount a;
+    a.stack_id = s.stack_id;
+    a.kind = s.kind;
+    a.pid = s.pid;
+    a.count = count;
+    a.bytes = bytes;
+    a.stack = rec.stack(s.stack_id);
+    out[phase].push_back(std::move(a));
   };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<int64_t>()(k.stack * 1000003 + k.image * 31 + k.kind);
-    }
-  };
+  if (ranges.size() == 1) {
+    std::sort(siteList.begin(), siteList.end(), [](const Site& a, const Site& b) {
+      return a.alloc_bytes != b.alloc_bytes ? a.alloc_bytes > b.alloc_bytes : a.stack_id < b.stack_id;
+    });
+    for (size_t i = 0; i < siteList.size() && i < top; ++i)
+      if (siteList[i].alloc_bytes > 0) emit(0, siteList[i], siteList[i].alloc_count, siteList[i].alloc_bytes);
+    return out;
+  }
+
+  // slot: index into siteList. A stack is one call path in one image, so it almost always has
+  // one kind; only stacks with several kinds need the row's kind text to pick their slot.
+  int64_t maxStack = 0;
+  for (const Site& s : siteList) maxStack = std::max(maxStack, s.stack_id);
+  constexpr int32_t kNone = -1, kSeveral = -2;
+  std::vector<int32_t> slotOf(static_cast<size_t>(maxStack) + 1, kNone);
+  for (size_t i = 0; i < siteList.size(); ++i) {
+    int32_t& slot = slotOf[static_cast<size_t>(siteList[i].stack_id)];
+    slot = slot == kNone ? static_cast<int32_t>(i) : kSeveral;
+  }
   struct Amount {
     int64_t count = 0, bytes = 0;
   };
-  std::vector<std::unordered_map<Key, Amount, KeyHash>> sums(ranges.size());
-  std::vector<std::string> kinds;  // interned: few distinct kinds, millions of rows
+  // Dense arrays are fastest; many marker phases times many sites would not fit, so past
+  // kDenseMax cells each phase gets a hash map of the sites it touched instead.
+  constexpr size_t kDenseMax = 2000000;
+  const bool dense = ranges.size() * siteList.size() <= kDenseMax;
+  std::vector<std::vector<Amount>> sums(dense ? ranges.size() : 0, std::vector<Amount>(siteList.size()));
+  std::vector<std::unordered_map<int32_t, Amount>> sparse(dense ? 0 : ranges.size());
 
-  // Phases cover the run from their first start on: a sequential table scan beats the time index.
-  std::string sql = "SELECT t_alloc, stack_id, image_id, size, kind FROM allocations NOT INDEXED WHERE t_alloc >= ?" +
-                    images + (filter.kind ? " AND kind = ?" : "");
-  detail::Statement q(rec, sql.c_str());
+  bool severalKinds = std::find(slotOf.begin(), slotOf.end(), kSeveral) != slotOf.end();
+  detail::Statement q(rec, severalKinds
+                               ? "SELECT t_alloc, stack_id, size, kind FROM allocations NOT INDEXED WHERE t_alloc >= ?"
+                               : "SELECT t_alloc, stack_id, size FROM allocations NOT INDEXED WHERE t_alloc >= ?");
   q.bind(1, ranges.front().start);
-  if (filter.kind) q.bind(2, *filter.kind);
   size_t cur = 0;
   while (q.step()) {
+    int64_t stack = q.i64(1);
+    if (stack < 0 || stack > maxStack) continue;
+    int32_t slot = slotOf[static_cast<size_t>(stack)];
+    if (slot == kNone) continue;  // filtered out (pid, kind)
     int64_t t = q.i64(0);
     // Rows come roughly in time order: try the phase of the previous row first.
     if (!(t >= ranges[cur].start && (cur + 1 == ranges.size() || t < ranges[cur].end))) {
@@ -172,32 +221,32 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
       cur = static_cast<size_t>(it - ranges.begin()) - 1;
       if (cur + 1 < ranges.size() && t >= ranges[cur].end) continue;  // in no phase (a gap)
     }
-    auto* kindText = reinterpret_cast<const char*>(sqlite3_column_text(q.raw(), 4));
-    std::string_view kind = kindText ? kindText : "";
-    int ki = 0;
-    while (ki < static_cast<int>(kinds.size()) && kinds[ki] != kind) ++ki;
-    if (ki == static_cast<int>(kinds.size())) kinds.emplace_back(kind);
-    Amount& a = sums[cur][Key{q.i64(1), q.i64(2), ki}];
-    a.count += 1;
-    a.bytes += q.i64(3);
-  }
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    std::vector<std::pair<Key, Amount>> v(sums[i].begin(), sums[i].end());
-    size_t n = std::min(top, v.size());
-    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), [](const auto& a, const auto& b) {
-      if (a.second.bytes != b.second.bytes) return a.second.bytes > b.second.bytes;
-      return a.first.stack < b.first.stack;
-    });
-    for (size_t j = 0; j < n; ++j) {
-      SiteAmount s;
-      s.stack_id = v[j].first.stack;
-      s.kind = kinds[v[j].first.kind];
-      s.pid = rec.pidOf(v[j].first.image);
-      s.count = v[j].second.count;
-      s.bytes = v[j].second.bytes;
-      s.stack = rec.stack(s.stack_id);
-      out[i].push_back(std::move(s));
+    if (slot == kSeveral) {
+      std::string kind = q.text(3);
+      slot = kNone;
+      for (size_t i = 0; i < siteList.size(); ++i)
+        if (siteList[i].stack_id == stack && siteList[i].kind == kind) slot = static_cast<int32_t>(i);
+      if (slot == kNone) continue;
     }
+    Amount& a = dense ? sums[cur][static_cast<size_t>(slot)] : sparse[cur][slot];
+    a.count += 1;
+    a.bytes += q.i64(2);
+  }
+  for (size_t p = 0; p < ranges.size(); ++p) {
+    std::vector<std::pair<size_t, Amount>> touched;
+    if (dense) {
+      for (size_t i = 0; i < siteList.size(); ++i)
+        if (sums[p][i].count > 0) touched.emplace_back(i, sums[p][i]);
+    } else {
+      for (const auto& [slot, a] : sparse[p]) touched.emplace_back(static_cast<size_t>(slot), a);
+    }
+    size_t n = std::min(top, touched.size());
+    std::partial_sort(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(n), touched.end(),
+                      [&](const auto& a, const auto& b) {
+                        if (a.second.bytes != b.second.bytes) return a.second.bytes > b.second.bytes;
+                        return siteList[a.first].stack_id < siteList[b.first].stack_id;
+                      });
+    for (size_t j = 0; j < n; ++j) emit(p, siteList[touched[j].first], touched[j].second.count, touched[j].second.bytes);
   }
   return out;
 }
@@ -260,7 +309,7 @@ std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
 
   std::vector<Phase> out;
   std::vector<std::vector<SiteAmount>> topSites =
-      phaseTopSites(rec, ranges, images, filter, filter.top.value_or(5));
+      phaseTopSites(rec, ranges, filter, filter.top.value_or(5));
   size_t ti = 0;
   int64_t prevHeap = 0, prevMmap = 0;
   for (size_t ri = 0; ri < ranges.size(); ++ri) {

@@ -34,7 +34,8 @@ std::string stackText(const an::Stack& stack, const TextOptions& opt, const char
   if (stack.empty()) return std::string(indent) + "(no stack)\n";
   size_t shown = std::min(stack.size(), opt.frames);
   for (size_t i = 0; i < shown; ++i) out += indent + an::frameText(stack[i]) + "\n";
-  if (stack.size() > shown) out += fmt("%s... %zu more frames\n", indent, stack.size() - shown);
+  if (stack.size() > shown)
+    out += fmt("%s... %zu more frame%s\n", indent, stack.size() - shown, stack.size() - shown == 1 ? "" : "s");
   return out;
 }
 
@@ -168,7 +169,8 @@ std::string textFragmentation(const an::Fragmentation& f) {
   std::string out = "Fragmentation\n";
   if (!f.peak_ratio) return out + "  unknown: no resident-memory samples in the recording\n";
   out += fmt("  at the heap peak %s of the heap's resident memory held no live block (%s unused of %s)\n",
-             pct(*f.peak_ratio).c_str(), formatBytes(f.peak_resident_bytes - f.peak_heap_bytes).c_str(),
+             pct(*f.peak_ratio).c_str(),
+             formatBytes(std::max<int64_t>(0, f.peak_resident_bytes - f.peak_heap_bytes)).c_str(),
              formatBytes(f.peak_resident_bytes).c_str());
   if (f.series.size() > 1) {
     double lo = 1, hi = 0;

@@ -65,6 +65,10 @@ TEST(AnalyzerPhases, ThreeRampsAreThreePhasesPeakInSecond) {
   int64_t sa = b.stack(1, {{"load_data", "a.c", 1}});
   int64_t sb = b.stack(1, {{"train", "b.c", 2}});
   int64_t sc = b.stack(1, {{"evaluate", "c.c", 3}});
+  // Every allocation row belongs to a site (the recorder writes both).
+  b.site({.stack = sa, .alloc_count = 2, .alloc_bytes = 101 * MiB});
+  b.site({.stack = sb, .alloc_count = 2, .alloc_bytes = 299 * MiB});
+  b.site({.stack = sc, .alloc_count = 1, .alloc_bytes = 50 * MiB});
   b.alloc(1, sa, 0x1000, 100 * MiB, 2 * kBucket, 13 * kBucket);
   b.alloc(1, sb, 0x2000, 200 * MiB, 25 * kBucket, 50 * kBucket);
   b.alloc(1, sb, 0x3000, 99 * MiB, 30 * kBucket, 50 * kBucket);
@@ -173,6 +177,7 @@ TEST(AnalyzerPhases, MarkersNameThePhases) {
   b.marker(1, 10 * kBucket, "train");
   b.marker(1, 30 * kBucket, "eval");
   int64_t s = b.stack(1, {{"fit", "t.c", 9}});
+  b.site({.stack = s, .alloc_count = 1, .alloc_bytes = 4096});
   b.alloc(1, s, 0x100, 4096, 15 * kBucket);
   auto rec = Recording::open(b.finish());
   auto ph = phases(rec);
@@ -224,4 +229,61 @@ TEST(AnalyzerTimeline, SummedOverImagesCarriesIdleImagesForward) {
   EXPECT_EQ(tl[1].heap_bytes, 150);  // image 1 still holds 100
   EXPECT_EQ(tl[2].heap_bytes, 60);
   EXPECT_EQ(timeline(rec, 2).size(), 1u);
+}
+
+TEST(AnalyzerPhases, OnePhaseTakesTopSitesFromSiteTotals) {
+  RecordingBuilder b("one-phase-sites.db");
+  Curve c;
+  c.ramp(10 * MiB, 5);
+  c.ramp(0, 5);
+  b.process({.peak_heap_bytes = c.write(b)});
+  int64_t s1 = b.stack(1, {{"small", "s.c", 1}});
+  int64_t s2 = b.stack(1, {{"big", "b.c", 2}});
+  // Folded allocations have no rows: the site totals still count them.
+  b.site({.stack = s1, .alloc_count = 1000, .alloc_bytes = 4000});
+  b.site({.stack = s2, .alloc_count = 10, .alloc_bytes = 10 * MiB});
+  auto rec = Recording::open(b.finish());
+  auto ph = phases(rec);
+  ASSERT_EQ(ph.size(), 1u);
+  ASSERT_EQ(ph[0].top_sites.size(), 2u);
+  EXPECT_EQ(ph[0].top_sites[0].stack_id, s2);
+  EXPECT_EQ(ph[0].top_sites[0].count, 10);
+  EXPECT_EQ(ph[0].top_sites[1].bytes, 4000);
+}
+
+TEST(AnalyzerPhases, ManySwingsKeepOnlyTheMostSignificant) {
+  // A loop that allocates and frees 10 MiB 100 times, with one 200 MiB job in the middle.
+  RecordingBuilder b("swings.db");
+  Curve c;
+  for (int i = 0; i < 50; ++i) {
+    c.ramp(10 * MiB, 2);
+    c.ramp(0, 2);
+  }
+  c.ramp(200 * MiB, 5);
+  c.ramp(0, 5);
+  for (int i = 0; i < 50; ++i) {
+    c.ramp(10 * MiB, 2);
+    c.ramp(0, 2);
+  }
+  b.process({.peak_heap_bytes = c.write(b)});
+  auto rec = Recording::open(b.finish());
+  auto ph = phases(rec);
+  EXPECT_LE(ph.size(), 20u);
+  EXPECT_GE(ph.size(), 2u);
+  int holding = 0;
+  for (const auto& p : ph) holding += p.peak_bytes == 200 * MiB;
+  EXPECT_EQ(holding, 1);
+}
+
+TEST(AnalyzerPhases, TinyCurveIsOnePhase) {
+  // A program whose heap never exceeds 30 KB: every wiggle is noise.
+  RecordingBuilder b("tiny.db");
+  Curve c;
+  for (int i = 0; i < 200; ++i) {
+    c.ramp(30000, 1);
+    c.ramp(100, 1);
+  }
+  b.process({.peak_heap_bytes = c.write(b)});
+  auto rec = Recording::open(b.finish());
+  EXPECT_EQ(phases(rec).size(), 1u);
 }
