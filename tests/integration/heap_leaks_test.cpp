@@ -31,6 +31,7 @@ TEST(LeakChains, EachSiteLeaksExactlyWhatItKept) {
   // it and the intermediate sizes are not leaks.
   EXPECT_TRUE(hasOneSite(sites, "leak_realloc", 1, 300, "malloc"));
   EXPECT_TRUE(hasNoSite(sites, "no_leak"));
+  EXPECT_TRUE(leaksAccountedFor(report, "leak_chains", {"leak_malloc", "leak_calloc", "leak_realloc"}));
   EXPECT_GE(leakCount(report), 6);
   EXPECT_GE(leakBytes(report), 5300);
 }
@@ -71,6 +72,7 @@ TEST(ThreadsLeak, FourThreadsLeakAtOneSiteAndChurnLeaksNothing) {
   const json& sites = report["leaks"]["sites"];
   EXPECT_TRUE(hasOneSite(sites, "thread_leak", 40, 40 * 512, "malloc"));
   EXPECT_TRUE(hasNoSite(sites, "thread_churn"));
+  EXPECT_TRUE(leaksAccountedFor(report, "threads_leak", {"thread_leak"}));
   EXPECT_GE(leakBytes(report), 40 * 512);
   // 4 x (10 leaked + 10,000 churned); each churned block is freed before its thread allocates
   // again, so all 40,000 are temporaries.
@@ -92,6 +94,9 @@ TEST(AlignedFamily, EveryAlignedAllocatorAndStrdupIsOneSite) {
   // strdup allocates inside libc: its own frame may come first, leak_strdup is its caller.
   EXPECT_TRUE(hasOneSite(sites, "leak_strdup", 1, 667, "malloc", /*innermost=*/false));
   EXPECT_GE(leakBytes(report), 1111 + 2304 + 3333 + 4444 + 8192 + 667);
+  EXPECT_TRUE(leaksAccountedFor(report, "aligned_family",
+                                {"leak_posix_memalign", "leak_aligned_alloc", "leak_memalign", "leak_valloc",
+                                 "leak_pvalloc", "leak_strdup"}));
 }
 
 TEST(CxxNew, NewAndNewArrayAndAlignedNewAreSitesOfKindNew) {
@@ -104,6 +109,7 @@ TEST(CxxNew, NewAndNewArrayAndAlignedNewAreSitesOfKindNew) {
   EXPECT_TRUE(hasOneSite(sites, "leak_arrays", 2, 2 * 777, "new"));
   EXPECT_TRUE(hasOneSite(sites, "leak_aligned", 1, 192, "new"));
   EXPECT_TRUE(hasNoSite(sites, "churn_objects"));
+  EXPECT_TRUE(leaksAccountedFor(report, "cxx_new", {"leak_objects", "leak_arrays", "leak_aligned"}));
   EXPECT_GE(leakBytes(report), 440 + 1554 + 192);
 }
 

@@ -24,6 +24,7 @@ TEST(DlopenLeak, LeakInAnUnloadedLibraryIsNamedWithFileAndLine) {
                           lineOf(sourceDir() + "/samples/libdlleak.c", "char* p = malloc(4242);")));
   // The caller in the main executable is still resolved after the library went away.
   EXPECT_TRUE(stackHas(sitesWith(sites, "dl_leaker")[0]["stack"], "main"));
+  EXPECT_TRUE(leaksAccountedFor(report, "dlopen_leak", {}));
 }
 
 TEST(MmapLeak, UnmappedRangesAreSubtractedExactly) {
@@ -34,6 +35,7 @@ TEST(MmapLeak, UnmappedRangesAreSubtractedExactly) {
   // Region 0 unmapped, region 1 half unmapped, region 2 kept: 64 KiB + 32 KiB in 2 regions.
   EXPECT_TRUE(hasOneSite(sites, "map_regions", 2, 64 * 1024 + 32 * 1024, "mmap"));
   EXPECT_TRUE(hasNoSite(sites, "unmap_some"));
+  EXPECT_TRUE(leaksAccountedFor(report, "mmap_leak", {"map_regions"}));
   EXPECT_GE(report["leaks"]["bytes"].get<int64_t>(), 98304);
   // All three regions were mapped at once before any was unmapped.
   EXPECT_EQ(report["peak"]["by_kind"]["mmap"]["bytes"], 3 * 64 * 1024) << report["peak"].dump().substr(0, 600);
@@ -118,6 +120,8 @@ TEST(ForkTree, EachProcessLeaksOnlyWhatItAllocated) {
   for (const char* fn : {"parent_leak", "child_exit_leak", "child_underscore_exit_leak", "exec_child_leak"})
     EXPECT_EQ(innermost(sitesWith(sites, fn)[0]), "leak") << fn;
   EXPECT_GE(report["leaks"]["bytes"].get<int64_t>(), 111 + 222 + 333 + 444);
+  EXPECT_TRUE(leaksAccountedFor(report, "fork_tree",
+                                {"parent_leak", "child_exit_leak", "child_underscore_exit_leak", "exec_child_leak"}));
 }
 
 TEST(SegvLeak, LeaksOfACrashedProgramAreKept) {
@@ -126,6 +130,7 @@ TEST(SegvLeak, LeaksOfACrashedProgramAreKept) {
   EXPECT_EQ(rec.program.out, "segv_leak: about to crash\n");
   const json& report = reportOnce(rec);
   EXPECT_TRUE(hasOneSite(report["leaks"]["sites"], "leak_pages", 5, 5 * 4096, "malloc"));
+  EXPECT_TRUE(leaksAccountedFor(report, "segv_leak", {"leak_pages"}));
   ASSERT_EQ(report["processes"].size(), 1u) << report["processes"].dump();
   const json& proc = report["processes"][0];
   EXPECT_EQ(proc["ended_by"], "signal") << proc.dump();

@@ -89,4 +89,31 @@ inline const Recorded& recordSampleUnchanged(const std::string& name, const std:
   return rec;
 }
 
+// The leak list adds up to its totals, and every leak site whose innermost frame lies in the
+// sample's own executable (module ending in "/<sample>") names one of `expected`: a sample leaks
+// nothing but what its ground truth says. Sites of the C/C++ runtime (stdout's buffer,
+// libstdc++'s emergency pool) are innermost in libc/libstdc++ and are left alone.
+inline ::testing::AssertionResult leaksAccountedFor(const json& report, const std::string& sampleName,
+                                                    std::initializer_list<std::string_view> expected) {
+  const json& leaks = report["leaks"];
+  int64_t count = 0, bytes = 0;
+  for (const auto& site : leaks["sites"]) {
+    count += site["count"].get<int64_t>();
+    bytes += site["bytes"].get<int64_t>();
+    const json& stack = site["stack"];
+    if (stack.empty() || !stack[0].value("module", json()).is_string()) continue;
+    if (!stack[0]["module"].get<std::string>().ends_with("/" + sampleName)) continue;
+    bool named = false;
+    for (auto fn : expected) named = named || stackHas(stack, fn);
+    if (!named)
+      return ::testing::AssertionFailure() << "unexpected leak site in " << sampleName << ":\n"
+                                           << describeSites(json::array({site})) << "all sites:\n"
+                                           << describeSites(leaks["sites"]);
+  }
+  if (count != leaks["count"].get<int64_t>() || bytes != leaks["bytes"].get<int64_t>())
+    return ::testing::AssertionFailure() << "sites add up to " << count << " blocks / " << bytes
+                                         << " bytes, totals say " << leaks["count"] << " / " << leaks["bytes"];
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace memledger::test
