@@ -51,7 +51,7 @@ enum class RecordType : uint8_t {
   Free = 2,         // a=address; kind, op                       (reserved before the real free)
   Stack = 3,        // a=stack hash, aux=frame count; frames follow in continuation slots
   Module = 4,       // a=load bias, b=start, c=end; aux=path length; path follows in continuation
-  Unmap = 5,        // a=address b=length: a range of anonymous mmap memory goes away
+  Unmap = 5,        // a=address b=length: a mapped range goes away (see "Unmap" below)
   Exit = 6,         // a=exit status & 0xff (exit/_exit/_Exit was called); aux 0 exit, 1 _exit, 2 _Exit
   ChildStatus = 7,  // a=child pid, b=wait status as from waitpid (the parent reaped a child)
   Marker = 8,       // aux=name length; name follows in continuation slots
@@ -94,9 +94,16 @@ inline constexpr size_t kFramesPerContinuation = kContinuationBytes / sizeof(uin
 // and skip it. ~(i + 1) never equals a stamp the same slot carried on an earlier lap: a head
 // stamp i + 1 - k*capacity would need 2i = 2^32 - 3 + k*capacity (mod 2^32), odd = even, and a
 // continuation stamp ~(i + 1 - k*capacity) differs because capacity < 2^32.
+// Frames travel as 5 whole frames per continuation slot (the last 4 payload bytes unused); text
+// as 44 bytes per slot. A thread sends a Stack record before its first Alloc with that hash on
+// this ring (other threads may send the same hash again: dedup by hash).
 // Record Alloc/Free/Unmap: aux = Op. Free and Unmap leave c = 0. Module text = path; the main
-// program's path is /proc/self/exe's target. An Alloc with op Mremap follows the Unmap of the old
-// range even when that range was not anonymous: pair it only when the old range was known.
+// program's path is /proc/self/exe's target. Every munmap/mremap emits an Unmap of its range,
+// anonymous or not: intersect it with the ranges known. realloc/mremap = Free/Unmap (op
+// Realloc/Mremap, slot reserved before the call) then Alloc (op Realloc/Mremap, reserved after),
+// both from the same thread; other threads' records may come between. An Alloc with op Mremap
+// follows the Unmap of the old range even when that range was not anonymous: pair it only when
+// the old range was known.
 inline constexpr uint32_t headStamp(uint64_t index) { return static_cast<uint32_t>(index + 1); }
 inline constexpr uint32_t continuationStamp(uint64_t index) {
   return ~static_cast<uint32_t>(index + 1);
