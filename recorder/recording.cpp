@@ -45,6 +45,19 @@ ImageRecorder& Recording::openImage(const ImageStart& s) {
       }
     }
   }
+  uint32_t ppid = s.ppid;
+  uint64_t startRel = s.start_ns > opt_.origin_ns ? s.start_ns - opt_.origin_ns : 0;
+  if (!parent && s.forked && s.orphaned) {
+    // Forked without exec: the parent ran the same command. Take the newest such image that
+    // started before this one (a daemon's middle process, often gone before its child registers).
+    for (auto it = images_.rbegin(); it != images_.rend(); ++it) {
+      if (it->row.command != s.command || it->row.exe != s.exe || it->row.start_ns > startRel) continue;
+      parent = it->row.id;
+      forkParent = it->rec.get();
+      ppid = it->row.pid;
+      break;
+    }
+  }
   if (!parent) {
     // The newest image of the parent pid, preferring one still running (pids get reused).
     Image* best = nullptr;
@@ -64,11 +77,11 @@ ImageRecorder& Recording::openImage(const ImageStart& s) {
   Image im;
   im.row.id = static_cast<int64_t>(images_.size()) + 1;
   im.row.pid = s.pid;
-  im.row.ppid = s.ppid;
+  im.row.ppid = ppid;
   im.row.parent_id = parent;
   im.row.command = s.command;
   im.row.exe = s.exe;
-  im.row.start_ns = s.start_ns > opt_.origin_ns ? s.start_ns - opt_.origin_ns : 0;
+  im.row.start_ns = startRel;
   im.row.forked = s.forked;
   im.waitStatus = status;
   im.rec = std::make_unique<ImageRecorder>(*this, im.row.id, opt_, forkParent);

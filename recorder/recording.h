@@ -21,6 +21,9 @@ struct ImageStart {
   bool forked = false;
   std::string command, exe;
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC
+  // A fork child whose ppid is the recorder: its parent died before it registered and it was
+  // reparented to us (subreaper). Its parent is then found by command and lifetime.
+  bool orphaned = false;
 };
 
 class Recording {

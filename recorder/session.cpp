@@ -59,6 +59,13 @@ int pidfdOpen(pid_t pid) {
 #endif
 }
 
+// Whether any child (an orphaned descendant, as subreaper) is still alive; leaves them unreaped.
+bool hasChildren() {
+  siginfo_t info{};
+  if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;  // ECHILD
+  return true;  // alive, or exited and about to be reaped through SIGCHLD
+}
+
 int exitCodeOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -172,6 +179,7 @@ void Session::registerImage(Registration reg) {
   s.command = reg.command;
   s.exe = reg.exe;
   s.start_ns = h.start_ns;
+  s.orphaned = s.forked && s.ppid == static_cast<uint32_t>(::getpid());
   std::string err;
   std::unique_ptr<RingReader> ring = RingReader::map(std::move(reg), &err);
   if (!ring) {
@@ -305,14 +313,18 @@ int Session::run(pid_t child) {
     if (childDone_) {
       acceptAll();  // registrations sent just before the end
       closeDead(now);
-      if (tracked_.empty() || stop_) break;
+      // Done when nothing registered runs and, following children, no descendant is left: as
+      // subreaper every orphan of the tree is our child, so "no children" means none at all (a
+      // daemon's middle process may not even have registered yet when the program exits).
+      bool descendants = opt_.followChildren && hasChildren();
+      if ((tracked_.empty() && !descendants) || stop_) break;
       if (!childDoneAt) childDoneAt = now;
       if (!noticed && now - childDoneAt > kDaemonNoticeNs) {
         noticed = true;
         std::fprintf(stderr,
-                     "memledger: '%s' exited; still recording %zu process(es) it left running "
+                     "memledger: '%s' exited; still recording the processes it left running "
                      "(Ctrl-C or SIGTERM stops)\n",
-                     opt_.argv[0].c_str(), tracked_.size());
+                     opt_.argv[0].c_str());
       }
     }
   }

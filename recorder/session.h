@@ -9,8 +9,10 @@
 // waiting.
 //
 // When it ends: after the started program exited, the recorder keeps recording the processes it
-// left running (daemons), and says so once on stderr; it finishes when they are all gone, or at
-// SIGINT/SIGTERM/SIGHUP, which then stop the recording instead of being forwarded.
+// left running (daemons: every registered image, and, following children, any descendant, which
+// as subreaper we are the parent of) and says so once on stderr after 0.5 s; it finishes when they
+// are all gone, or at SIGINT/SIGTERM/SIGHUP, which then stop the recording instead of being
+// forwarded (images still running end with ended_by 'unknown').
 #pragma once
 
 #include <cstdint>

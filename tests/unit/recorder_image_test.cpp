@@ -130,6 +130,28 @@ TEST_F(RecorderImages, StatusArrivingBeforeTheRegistrationIsKept) {
   EXPECT_EQ(query("SELECT signal FROM processes WHERE id = 4"), SIGKILL);
 }
 
+TEST_F(RecorderImages, OrphanedForkChildFindsItsParentByCommand) {
+  ImageRecorder& first = image(500, 1);
+  first.onRecord(stack(kA, kFramesA));
+  ImageRecorder& middle = image(501, 500, true);
+  rec_->closeImage(first.id(), kOrigin + 1 * kMs);
+  rec_->closeImage(middle.id(), kOrigin + 2 * kMs);
+  ImageStart s;
+  s.pid = 502;
+  s.ppid = 9999;  // the recorder: reparented before it registered
+  s.forked = true;
+  s.orphaned = true;
+  s.command = "prog arg";
+  s.exe = "/usr/bin/prog";
+  s.start_ns = kOrigin + 3 * kMs;
+  ImageRecorder& daemon = rec_->openImage(s);
+  daemon.onRecord(alloc(4 * kMs, 0x1000, 8, kA));  // the stack the first image sent
+  finish(5 * kMs);
+  EXPECT_EQ(query("SELECT parent_id FROM processes WHERE id = 3"), 2);
+  EXPECT_EQ(query("SELECT ppid FROM processes WHERE id = 3"), 501);
+  EXPECT_EQ(query("SELECT length(ips) FROM stacks WHERE image_id = 3"), 8);  // via middle, from first
+}
+
 TEST_F(RecorderImages, TimelineBucketsHoldEndMaxMinAndCounts) {
   ImageRecorder& im = image();
   im.onRecord(stack(kA, kFramesA));
