@@ -1,4 +1,5 @@
 # Shared by bench/run.sh, bench/soak.sh and bench/report_speed.sh (sourced, not run).
+# shellcheck disable=SC2034  # the variables set here are read by the scripts that source it
 # Sets BENCH (this folder), ROOT (the checkout), OUT (bench/out, gitignored) and provides:
 #   build_workloads            compile the C++ workloads and the measure tool into $OUT
 #   heaptrack_setup            HT (heaptrack without its GUI auto-launch) or HT_NA=<reason>
