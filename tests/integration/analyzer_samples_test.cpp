@@ -152,6 +152,9 @@ TEST(DemoLeakyPeaky, PhasePeaksStopAtTheirMarkers) {
   // Before the "index" marker only the config (3 x 256) was ever live.
   EXPECT_EQ(phases[0]["peak_bytes"].get<int64_t>(), 3 * 256) << phases[0].dump();
   EXPECT_EQ(phases[1]["peak_bytes"].get<int64_t>(), 64 * kMiB + 3 * 256);
+  // What each phase allocated: the config in "load", the whole index in "index".
+  EXPECT_EQ(phases[0]["allocated_bytes"].get<int64_t>(), 3 * 256) << phases[0].dump();
+  EXPECT_EQ(phases[1]["allocated_bytes"].get<int64_t>(), 64 * kMiB) << phases[1].dump();
   // While serving: the config, the cache and stdout's buffer (printf's first call).
   EXPECT_GE(phases[2]["peak_bytes"].get<int64_t>(), 3 * 256 + 20 * 1024);
   EXPECT_LT(phases[2]["peak_bytes"].get<int64_t>(), 3 * 256 + 20 * 1024 + kBaselineSlack);

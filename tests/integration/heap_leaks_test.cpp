@@ -79,6 +79,7 @@ TEST(ThreadsLeak, FourThreadsLeakAtOneSiteAndChurnLeaksNothing) {
   EXPECT_GE(report["totals"]["allocations"].get<int64_t>(), 40040);
   EXPECT_GE(report["totals"]["frees"].get<int64_t>(), 40000);
   EXPECT_GE(report["totals"]["temporary"]["count"].get<int64_t>(), 40000);
+  EXPECT_TRUE(hasOneSite(report["temporaries"], "thread_churn", 40000, 40000 * 64, "malloc"));
 }
 
 TEST(AlignedFamily, EveryAlignedAllocatorAndStrdupIsOneSite) {
