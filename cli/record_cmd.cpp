@@ -1,4 +1,4 @@
-// memledger record [-o FILE] [--force] [options] [--] PROGRAM ARGS...
+// memledger record [-o FILE] [--force] [options] -- PROGRAM ARGS...
 // Checks everything that can fail before the program starts (program runnable, preload library
 // present, output file creatable), then hands over to the recorder's session.
 #include <fcntl.h>
@@ -18,6 +18,8 @@
 
 namespace memledger::cli {
 namespace {
+
+constexpr const char* kRecordUsage = "memledger record [-o FILE] [--force] [OPTIONS] -- PROGRAM ARGS...";
 
 std::string findPreload() {
   std::string self = selfDir();
@@ -59,18 +61,21 @@ bool createOutput(const std::string& path, bool force) {
 }  // namespace
 
 int cmdRecord(int argc, char** argv) {
-  // Everything after `--`, or from the first word that is not an option, is the program.
+  // Everything after `--` is the program. `--` is required: without it a typo in an option
+  // could start the program (`record -o x.db prog` would be ambiguous with option values).
   std::vector<std::string> ours = {argv[0]};
   std::vector<std::string> program;
+  bool separator = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--") {
       program.assign(argv + i + 1, argv + argc);
+      separator = true;
       break;
     }
     if (a.empty() || a[0] != '-') {
-      program.assign(argv + i, argv + argc);
-      break;
+      std::fprintf(stderr, "memledger: record: put '--' before the program: %s\n", kRecordUsage);
+      return 2;
     }
     ours.push_back(a);
     bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms");
@@ -100,9 +105,8 @@ int cmdRecord(int argc, char** argv) {
     std::fprintf(stderr, "memledger: record: %s\n", e.what());
     return 2;
   }
-  if (program.empty()) {
-    std::fprintf(stderr, "memledger: record: no program given\nusage: %s\n",
-                 "memledger record [-o FILE] [--force] [OPTIONS] -- PROGRAM ARGS...");
+  if (!separator || program.empty()) {
+    std::fprintf(stderr, "memledger: record: no program given\nusage: %s\n", kRecordUsage);
     return 2;
   }
 
