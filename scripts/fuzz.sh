@@ -35,16 +35,18 @@ sqlite3 "$build/foreign.db" "CREATE TABLE t (a, b); INSERT INTO t VALUES (1, 'x'
 cp "$build/foreign.db" "$corpus/foreign.db"
 cp "$seed" "$corpus/newer.db"
 sqlite3 "$corpus/newer.db" "PRAGMA user_version = 99;"
-# Real recordings, when the normal build is there (small programs: the fuzzer reads every seed).
-if [[ -x build/bin/memledger && -x build/samples/rel_fork ]]; then
-  for args in "leaf 100 0" "leakchild 4000"; do
+# Real recordings, when a normal build is there (small programs: the fuzzer reads every seed).
+# MEMLEDGER_SEED_BUILD names another build folder than build/.
+seedbuild="${MEMLEDGER_SEED_BUILD:-build}"
+if [[ -x "$seedbuild/bin/memledger" && -x "$seedbuild/samples/rel_fork" ]]; then
+  for args in "leaf 100 0" "leakchild 4000" "spawn 300"; do
     out="$corpus/real-${args// /-}.db"
     rm -f "$out"
-    build/bin/memledger record -o "$out" -- build/samples/rel_fork $args >/dev/null 2>&1 || true
+    "$seedbuild/bin/memledger" record -o "$out" -- "$seedbuild/samples/rel_fork" $args >/dev/null 2>&1 || true
     [[ -s "$out" ]] && head -c "$(( $(stat -c %s "$out") / 2 ))" "$out" > "${out%.db}-truncated.db"
   done
 else
-  echo "fuzz.sh: no build/bin/memledger: seeding with the synthetic recording only" >&2
+  echo "fuzz.sh: no $seedbuild/bin/memledger: seeding with the synthetic recording only" >&2
 fi
 
 cd "$build"

@@ -79,6 +79,8 @@ struct Case {
   std::vector<std::string> args;  // FILE: the bad file, GOOD: the good recording
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << memledger::test::joinArgs(c.args); }
+
 std::vector<Case> readingCommands() {
   return {
       {"report", {"report", "FILE"}},
@@ -142,6 +144,10 @@ struct UsageCase {
   std::vector<std::string> args;
   int status;
 };
+
+void PrintTo(const UsageCase& c, std::ostream* os) {
+  *os << "memledger " << memledger::test::joinArgs(c.args) << " -> " << c.status;
+}
 
 class ReliabilityUsage : public ::testing::TestWithParam<UsageCase> {};
 

@@ -36,6 +36,8 @@ struct Death {
   int64_t size;
 };
 
+void PrintTo(const Death& d, std::ostream* os) { *os << d.mode << " (signal " << d.signal << ")"; }
+
 class ReliabilityDeath : public ::testing::TestWithParam<Death> {};
 
 TEST_P(ReliabilityDeath, EverythingBeforeDeathIsKept) {
