@@ -161,6 +161,8 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
   f.top.reset();
   f.t_from_ns.reset();
   f.t_to_ns.reset();
+  // One phase: the largest sites by their exact totals, straight from SQL.
+  if (ranges.size() == 1) f.top = top;
   std::vector<Site> siteList = detail::siteRows(rec, f);
   auto emit = [&](size_t phase, const Site& s, int64_t count, int64_t bytes) {
     SiteAmount a;

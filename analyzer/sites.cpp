@@ -103,14 +103,16 @@ std::vector<Process> processes(const Recording& rec) {
 }
 
 namespace detail {
-std::vector<Site> siteRows(const Recording& rec, const Filter& filter) {
+std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const char* where) {
   std::string sql =
       "SELECT stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, freed_bytes, "
       "leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, realloc_count, "
       "max_live_count, max_live_bytes, min_size, max_size, same_size_count, lifetime_ns_sum, "
       "max_realloc_chain FROM sites WHERE 1" +
       detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
-      " ORDER BY alloc_bytes DESC, stack_id, kind";
+      (where ? std::string(" AND (") + where + ")" : std::string()) +
+      " ORDER BY alloc_bytes DESC, stack_id, kind" +
+      (filter.top ? " LIMIT " + std::to_string(*filter.top) : std::string());
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
   std::vector<Site> out;

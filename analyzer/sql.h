@@ -64,7 +64,8 @@ std::optional<int64_t> peakImage(const Recording& rec, const Filter& filter);
 
 // Rows of `sites` like analyzer::sites(), without decoding their stacks: the rules engine looks
 // at every site but needs the frames of the few that match.
-std::vector<Site> siteRows(const Recording& rec, const Filter& filter);
+// `where`, when given, is an extra SQL condition written by the analyzer itself (never user text).
+std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const char* where = nullptr);
 
 // Innermost frame with a known function (the one a message should name), or nullptr.
 const Frame* namedFrame(const Stack& stack);

@@ -2,6 +2,7 @@
 // that triggered it; a rule without evidence does not fire.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
@@ -22,6 +23,8 @@ constexpr int64_t kTempStormMin = 10000;       // temporaries at one site
 constexpr int64_t kLeakBytesMin = 1024;        // a site leaking less than this and
 constexpr int64_t kLeakCountMin = 10;          //   fewer blocks than this is not worth a line
 constexpr size_t kLeakSuggestionsMax = 10;
+constexpr size_t kPerKindMax = 10;      // lines per rule: a big program matches thousands of sites
+constexpr size_t kPatternsMax = 200;    // patterns listed when no top N was asked for
 constexpr int64_t kPeakShareMinBytes = 1 << 20;  // "free earlier" needs a peak worth shrinking
 constexpr double kFragRatioMin = 0.3;
 constexpr int64_t kFragResidentMin = 16 << 20;
@@ -56,7 +59,13 @@ std::vector<Pattern> patterns(const Recording& rec, const Filter& filter) {
   Filter all = filter;
   all.top.reset();
   std::vector<Pattern> out;
-  for (const Site& s : detail::siteRows(rec, all)) {
+  // The thresholds below, also as SQL: a large program has 10^5-10^6 sites, few of them match.
+  static const std::string where =
+      "max_realloc_chain >= " + std::to_string(kReallocChainMin) + " OR realloc_count >= " +
+      std::to_string(kReallocCountMin) + " OR (same_size_count >= " + std::to_string(kChurnSameSizeMin) +
+      " AND free_count > 0) OR (max_live_count >= " + std::to_string(kSameSizeLiveMin) +
+      " AND min_size = max_size)";
+  for (const Site& s : detail::siteRows(rec, all, where.c_str())) {
     if (s.max_realloc_chain >= kReallocChainMin || s.realloc_count >= kReallocCountMin) {
       int64_t steps = std::max<int64_t>(1, s.max_realloc_chain);
       out.push_back({PatternKind::ReallocGrowth, s,
@@ -81,6 +90,9 @@ std::vector<Pattern> patterns(const Recording& rec, const Filter& filter) {
                       {"size", s.max_size},
                       {"max_live_bytes", s.max_live_bytes}}});
   }
+  // Sites come by allocated bytes, so the cut keeps the patterns that cost the most.
+  size_t keep = filter.top.value_or(kPatternsMax);
+  if (out.size() > keep) out.resize(keep);
   for (Pattern& p : out) p.site.stack = rec.stack(p.site.stack_id);
   return out;
 }
@@ -110,9 +122,12 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
 
   // Temporary storms: allocated and freed before anything else was allocated, over and over.
   std::vector<int64_t> stormStacks;
-  for (Site& s : detail::siteRows(rec, all)) {
+  size_t storms = 0;
+  static const std::string stormWhere = "temp_count >= " + std::to_string(kTempStormMin);
+  for (Site& s : detail::siteRows(rec, all, stormWhere.c_str())) {
     if (s.temp_count < kTempStormMin) continue;
     stormStacks.push_back(s.stack_id);
+    if (storms++ >= kPerKindMax) continue;
     s.stack = rec.stack(s.stack_id);
     out.push_back({"reuse_buffer", s.temp_count >= 1000000 ? "high" : "medium",
                    where(s.stack) + " made " + formatCount(s.temp_count) +
@@ -124,8 +139,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                     {"alloc_count", s.alloc_count}}});
   }
 
+  // Patterns come largest site first; each rule speaks for its kPerKindMax largest sites.
+  std::map<PatternKind, size_t> perKind;
   for (const Pattern& p : patterns(rec, all)) {
     const Site& s = p.site;
+    if (perKind[p.kind]++ >= kPerKindMax) continue;
     switch (p.kind) {
       case PatternKind::ReallocGrowth: {
         int64_t growth = p.evidence["growth_bytes"].get<int64_t>();

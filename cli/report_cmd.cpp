@@ -78,6 +78,9 @@ int parseArgs(const std::string& name, const std::string& description, int argc,
     out.filter.top = top;
     out.text.top = top;
   }
+  // Text shows the first sites only: asking the analyzer for just those spares decoding the
+  // stacks of thousands of sites (totals are still over all of them).
+  if (!out.json && !out.filter.top) out.filter.top = out.text.top;
   return -1;
 }
 
