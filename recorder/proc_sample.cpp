@@ -39,6 +39,22 @@ bool processAlive(uint32_t pid) {
   return state != 'Z' && state != 'X' && state != 'x';
 }
 
+bool readZombieStatus(uint32_t pid, int* status) {
+  char buf[1024];
+  if (readProc(pid, "stat", buf, sizeof buf) <= 0) return false;
+  const char* p = std::strrchr(buf, ')');
+  if (!p || p[1] != ' ' || p[2] != 'Z') return false;
+  // Fields after the command start at field 3 (state); exit_code is field 52.
+  p += 2;
+  for (int field = 3; field < 52; ++field) {
+    p = std::strchr(p, ' ');
+    if (!p) return false;
+    ++p;
+  }
+  *status = static_cast<int>(std::strtol(p, nullptr, 10));
+  return true;
+}
+
 bool readRss(uint32_t pid, uint64_t* bytes) {
   char buf[256];
   if (readProc(pid, "statm", buf, sizeof buf) <= 0) return false;

@@ -9,6 +9,9 @@ namespace memledger::recorder {
 
 // False once the process is gone or a zombie.
 bool processAlive(uint32_t pid);
+// The wait status of a zombie (field 52 of /proc/PID/stat), readable until its parent reaps it:
+// how the recorder learns the status of a process whose parent is not us and did not report it.
+bool readZombieStatus(uint32_t pid, int* status);
 // Resident bytes from /proc/PID/statm.
 bool readRss(uint32_t pid, uint64_t* bytes);
 // Resident anonymous bytes ("Anonymous:" of /proc/PID/smaps_rollup).

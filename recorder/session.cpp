@@ -272,6 +272,10 @@ bool Session::drainRound(uint64_t now) {
 
 void Session::close(size_t i, uint64_t now, bool byExec) {
   Tracked& t = tracked_[i];
+  int status;
+  // A dead process not reaped yet is a zombie whose status /proc still shows; its parent may
+  // not be traced (or not report it), and only our own children reach our waitpid.
+  if (!byExec && readZombieStatus(t.pid, &status)) rec_.noteWaitStatus(t.pid, status);
   t.ring->drainFinal(*t.img);
   lost_ += t.ring->lost();
   rec_.closeImage(t.id, now, t.ring->waitNs(), byExec);
