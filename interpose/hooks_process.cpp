@@ -97,6 +97,11 @@ ML_EXPORT pid_t wait4(pid_t which, int* status, int options, struct rusage* usag
   return pid;
 }
 
+// dash and other shells reap with wait3: wait4 on any child.
+ML_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
+  return wait4(-1, status, options, usage);
+}
+
 ML_EXPORT int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
   ensureReals();
   int rc = R.waitid(type, id, info, options);

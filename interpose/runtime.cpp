@@ -38,6 +38,7 @@ bool g_haveDir = false;
 bool g_noFollow = false;
 uint32_t g_capacity = wire::kDefaultRingSlots;
 uint32_t g_pid = 0;
+uint32_t g_forkParent = 0;  // the pid that forked this image (0: not a fork child)
 wire::RingHeader* g_ring = nullptr;  // this image's mapping (also after a detach)
 char g_exePath[4096];
 
@@ -160,7 +161,7 @@ bool registerRing(bool forked) {
   wire::Hello hello{};
   hello.version = wire::kWireVersion;
   hello.pid = g_pid;
-  hello.ppid = static_cast<uint32_t>(syscall(SYS_getppid));
+  hello.ppid = forked && g_forkParent ? g_forkParent : static_cast<uint32_t>(syscall(SYS_getppid));
   hello.capacity = g_capacity;
   hello.start_ns = now;
   hello.forked = forked ? 1 : 0;
@@ -256,6 +257,9 @@ void childAfterFork() {
   if (pid == g_pid) return;  // already switched (the handler and the wrapper both call this)
   g_active.store(nullptr, std::memory_order_release);
   g_detachedRing = nullptr;  // the parent's detach is not the child's
+  // The forking process is the parent, even if it has exited by the time the child registers
+  // (getppid() would then name the subreaper, i.e. the recorder).
+  g_forkParent = g_pid;
   g_pid = pid;
   t_state.tid = 0;
   uint32_t saved = t_state.busy;
