@@ -283,6 +283,8 @@ struct Report {
   std::vector<Phase> phases;
   Fragmentation fragmentation;
   std::vector<SiteAmount> temporaries;  // per site temp_count/temp_bytes, bytes descending
+  // Without Filter::top, report() keeps every leak site, the 1000 largest peak sites and the
+  // 100 largest temporaries sites (the long tails of a big program run to 10^5 sites).
   std::vector<Pattern> patterns;
   std::vector<Suggestion> suggestions;
 };

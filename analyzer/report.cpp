@@ -26,17 +26,26 @@ constexpr size_t kMaxSeriesPoints = 1000;
 
 }  // namespace
 
+// Without a `top`, a report lists every leaking site (CI gates on them), but only the largest
+// sites of the long tails: a big program has 10^5 sites live at its peak or making temporaries,
+// and a report with every one of their stacks runs to gigabytes.
+constexpr size_t kPeakSitesMax = 1000;
+constexpr size_t kTemporariesMax = 100;
+
 Report report(const Recording& rec, const Filter& filter) {
   Report r;
   r.recording = rec.info();
   r.leaks = leaks(rec, filter);
-  r.peak = peak(rec, filter);
+  Filter tail = filter;
+  if (!tail.top) tail.top = kPeakSitesMax;
+  r.peak = peak(rec, tail);
+  if (!filter.top) tail.top = kTemporariesMax;
   r.totals = totals(rec, filter);
   r.processes = processes(rec);
   if (filter.pid) std::erase_if(r.processes, [&](const Process& p) { return p.pid != *filter.pid; });
   r.phases = phases(rec, filter);
   r.fragmentation = fragmentation(rec, filter);
-  r.temporaries = temporaries(rec, filter);
+  r.temporaries = temporaries(rec, tail);
   r.patterns = patterns(rec, filter);
   r.suggestions = suggestions(rec, filter);
   return r;

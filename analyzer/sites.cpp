@@ -64,6 +64,13 @@ SiteAmount amount(const Recording& rec, int64_t stackId, std::string kind, int64
   return s;
 }
 
+// The order sortAndCut() keeps, in SQL, so that a `top` cut reads only the rows it keeps.
+std::string orderAndLimit(const char* prefix, const Filter& filter) {
+  if (!filter.top) return {};
+  std::string p = prefix;
+  return " ORDER BY " + p + "_bytes DESC, " + p + "_count DESC, stack_id, kind LIMIT " + std::to_string(*filter.top);
+}
+
 void attachStacks(const Recording& rec, std::vector<SiteAmount>& v) {
   for (auto& s : v) s.stack = rec.stack(s.stack_id);
 }
@@ -239,7 +246,7 @@ Peak peak(const Recording& rec, const Filter& filter) {
 
   std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
                     "WHERE image_id = ? AND peak_bytes > 0" +
-                    std::string(filter.kind ? " AND kind = ?" : "");
+                    std::string(filter.kind ? " AND kind = ?" : "") + orderAndLimit("peak", filter);
   detail::Statement q(rec, sql.c_str());
   q.bind(1, *image);
   if (filter.kind) q.bind(2, *filter.kind);
@@ -273,7 +280,7 @@ std::vector<SiteAmount> temporaries(const Recording& rec, const Filter& filter) 
   std::string sql = "SELECT stack_id, kind, image_id, temp_count, temp_bytes FROM sites "
                     "WHERE temp_count > 0" +
                     detail::imageCondition(rec, filter, "image_id") +
-                    (filter.kind ? " AND kind = ?" : "");
+                    (filter.kind ? " AND kind = ?" : "") + orderAndLimit("temp", filter);
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
   std::vector<SiteAmount> out;
