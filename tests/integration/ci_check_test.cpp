@@ -2,6 +2,8 @@
 // samples/gtest_ci_leaks.cpp, exit codes 0/1/2 and the JUnit/SARIF files it writes.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <fstream>
 
 #include "harness.h"
@@ -14,6 +16,20 @@ t::RunResult check(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {t::memledgerBinary(), "check"};
   argv.insert(argv.end(), args.begin(), args.end());
   return t::run(argv);
+}
+
+// One integer from a recording, read directly (independent of the report code).
+int64_t sqlInt(const std::string& db, const char* sql) {
+  sqlite3* h = nullptr;
+  int64_t v = -1;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return v;
 }
 
 std::string leaky() { return t::sample("ci_leaky"); }
@@ -126,11 +142,13 @@ TEST(CiCheckCli, RecordedFileAndBaseline) {
 TEST(CiCheckCli, JUnitHasOneTestcasePerProcessAndSarifPointsAtTheLeak) {
   t::TempDir dir;
   std::string script = leaky() + " clean; " + leaky() + " leak 2; true";
+  // dash itself leaks what it allocated when it exits: suppressed by its module, as a CI job
+  // running its tests from a shell would.
+  writeText(dir.file("sh.supp"), "leak:/dash\nleak:/bash\n");
   auto r = check({"--junit", dir.file("j.xml"), "--sarif", dir.file("s.sarif"), "--sarif-root", t::sourceDir(),
-                  "--record-dir", dir.path(), "--", "sh", "-c", script});
+                  "--suppressions", dir.file("sh.supp"), "--record-dir", dir.path(), "--", "sh", "-c", script});
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  auto report = t::reportJson(dir.file("check.db"));
-  size_t processes = report["processes"].size();
+  size_t processes = static_cast<size_t>(sqlInt(dir.file("check.db"), "SELECT count(*) FROM processes"));
   ASSERT_GE(processes, 3u);  // sh and its two children
   std::string out = python(dir,
                            "import xml.etree.ElementTree as ET\n"
