@@ -85,9 +85,12 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::ChildStatus:
       rec_.noteWaitStatus(static_cast<uint32_t>(r.a), static_cast<int>(r.b));
       break;
-    case RecordType::Marker:
-      db_.insertMarker(id_, rel(r.ts), std::string(r.text));
+    case RecordType::Marker: {
+      uint64_t t = rel(r.ts);
+      splitBucketAt(t);
+      db_.insertMarker(id_, t, std::string(r.text));
       break;
+    }
     default:
       break;  // Nop, ThreadName (reserved), stray continuations
   }
@@ -183,14 +186,26 @@ void ImageRecorder::bucketAt(uint64_t t) {
     flushBucket();
   }
   applySamples(t);
-  bucket_ = Bucket{idx, heapLive_, heapLive_, 0, 0, 0};
+  bucket_ = Bucket{idx, -1, heapLive_, heapLive_, 0, 0, 0};
+}
+
+// A marker starts a phase at an exact instant: the bucket around it is cut there, so what came
+// before the marker and what came after it never share a timeline row.
+void ImageRecorder::splitBucketAt(uint64_t t) {
+  bucketAt(t);
+  if (bucket_.index < 0) return;
+  int64_t start = bucket_.start >= 0 ? bucket_.start : bucket_.index * static_cast<int64_t>(opt_.bucket_ns);
+  if (static_cast<int64_t>(t) <= start) return;
+  flushBucket();
+  bucket_ = Bucket{bucket_.index, static_cast<int64_t>(t), heapLive_, heapLive_, 0, 0, 0};
 }
 
 void ImageRecorder::flushBucket() {
   if (bucket_.index < 0) return;
   TimelineRow row;
   row.image_id = id_;
-  row.t_ns = static_cast<uint64_t>(bucket_.index) * opt_.bucket_ns;
+  row.t_ns = bucket_.start >= 0 ? static_cast<uint64_t>(bucket_.start)
+                                 : static_cast<uint64_t>(bucket_.index) * opt_.bucket_ns;
   row.heap_bytes = heapLive_;
   row.heap_max = bucket_.heapMax;
   row.heap_min = bucket_.heapMin;

@@ -118,6 +118,7 @@ class ImageRecorder final : public RecordSink {
   };
   struct Bucket {
     int64_t index = -1;
+    int64_t start = -1;  // when a marker split the bucket: the marker's time (else index * bucket_ns)
     int64_t heapMax = 0, heapMin = 0;
     uint64_t allocs = 0, frees = 0, allocBytes = 0;
   };
@@ -130,6 +131,7 @@ class ImageRecorder final : public RecordSink {
   void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
   void bucketAt(uint64_t t);
   void flushBucket();
+  void splitBucketAt(uint64_t t);
   void heapChanged(int64_t delta, uint64_t t);
   void mmapChanged(int64_t delta, uint64_t t);
 

@@ -127,7 +127,7 @@ CREATE TABLE allocations (
 -- happened, plus RSS samples. heap_* is the malloc/new family, mmap_* anonymous mmap.
 CREATE TABLE timeline (
   image_id      INTEGER NOT NULL,
-  t_ns          INTEGER NOT NULL,     -- bucket start
+  t_ns          INTEGER NOT NULL,     -- bucket start (a marker cuts a bucket: the rest starts at it)
   heap_bytes    INTEGER NOT NULL,     -- live at the end of the bucket
   heap_max      INTEGER NOT NULL,     -- highest live within the bucket
   heap_min      INTEGER NOT NULL,     -- lowest live within the bucket
