@@ -111,6 +111,7 @@ int cmdReport(int argc, char** argv) {
   if (rc >= 0) return rc;
   return guarded([&] {
     an::Recording rec = an::Recording::open(args.file);
+    args.text.complete = rec.info().complete;
     an::Report r = an::report(rec, args.filter);
     if (args.json)
       printJson(an::toJson(r));
@@ -131,6 +132,7 @@ int cmdView(const char* view, int argc, char** argv) {
   if (rc >= 0) return rc;
   return guarded([&] {
     an::Recording rec = an::Recording::open(args.file);
+    args.text.complete = rec.info().complete;
     nlohmann::json j = {{"view", name}, {"recording", an::toJson(rec.info())}};
     std::string text = "memledger " + name + ": " + textRecordingLine(rec.info()) + "\n";
     if (name == "leaks") {

@@ -98,6 +98,9 @@ std::string textSummary(const an::Report& r) {
 }
 
 std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
+  if (l.count == 0 && !opt.complete)
+    return "Leaks\n  unknown: the recording is incomplete (the recorder stopped before it wrote which "
+           "blocks were still live)\n";
   if (l.count == 0) return "Leaks\n  none: every block was freed before its process ended\n";
   std::string out = fmt("Leaks: %s, %s in %s\n", plural(l.count, "block", "blocks").c_str(),
                         formatBytes(l.bytes).c_str(),

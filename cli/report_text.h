@@ -12,6 +12,7 @@ namespace memledger::cli {
 struct TextOptions {
   size_t top = 10;    // sites per list
   size_t frames = 6;  // frames per stack
+  bool complete = true;  // false: the recorder did not finish, so "no leak site" proves nothing
 };
 
 std::string textRecordingLine(const analyzer::RecordingInfo& info);  // "run.db: ./prog, 1.20 s, complete"
