@@ -14,6 +14,7 @@
 #include "ci_gtest.h"
 #include "ci_process.h"
 #include "commands.h"
+#include "parse.h"
 
 namespace memledger::cli {
 
@@ -228,16 +229,7 @@ int cmdCheck(int argc, char** argv) {
   app.add_option("--sarif-root", o.sarifRoot, "source root for relative SARIF paths (default: current folder)");
   app.add_option("--record-dir", o.recordDir, "keep the recordings made by `check -- PROGRAM` in this folder");
   app.add_flag("--per-test", o.perTest, "PROGRAM is a GoogleTest binary: record and check each test alone");
-  try {
-    app.parse(split, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "memledger: check: %s\n", e.what());
-    return 2;
-  }
+  if (int rc = parseCommandLine(app, split, argv, "check"); rc >= 0) return rc;
   if (printDefaults) {
     std::fputs(an::defaultSuppressionsText(), stdout);
     return 0;

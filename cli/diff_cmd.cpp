@@ -5,6 +5,7 @@
 #include "analyzer/diff.h"
 #include "ci_errors.h"
 #include "commands.h"
+#include "parse.h"
 
 namespace memledger::cli {
 
@@ -23,16 +24,7 @@ int cmdDiff(int argc, char** argv) {
   app.add_option("B", b, "the later recording")->required();
   app.add_flag("--json", json, "print JSON");
   app.add_option("--top", top, "sites to show in text (0 = all; JSON always has all)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "memledger: diff: %s\n", e.what());
-    return 2;
-  }
+  if (int rc = parseCommandLine(app, argc, argv, "diff"); rc >= 0) return rc;
   try {
     an::Recording ra = an::Recording::open(a);
     an::Recording rb = an::Recording::open(b);

@@ -8,6 +8,7 @@
 #include "analyzer/export_formats.h"
 #include "ci_errors.h"
 #include "commands.h"
+#include "parse.h"
 
 namespace memledger::cli {
 
@@ -29,16 +30,7 @@ int cmdExport(int argc, char** argv) {
   app.add_option("--format,-f", format, "folded | chrome-trace | pprof | json")->required();
   app.add_option("-o,--output", out, "output file (default: stdout)");
   app.add_option("--metric", metricName, "folded value: leaked | peak | allocated | count");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "memledger: export: %s\n", e.what());
-    return 2;
-  }
+  if (int rc = parseCommandLine(app, argc, argv, "export"); rc >= 0) return rc;
   auto metric = an::parseMetric(metricName);
   if (!metric) {
     std::fprintf(stderr, "memledger: export: --metric '%s' is not leaked, peak, allocated or count\n",

@@ -10,6 +10,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
 #include "commands.h"
+#include "parse.h"
 #include "report_text.h"
 
 namespace memledger::cli {
@@ -44,16 +45,7 @@ int parseArgs(const std::string& name, const std::string& description, int argc,
   auto* timeOpt = app.add_option("--time", time, "only allocations made in A:B (seconds; e.g. 0.5:2, 100ms:2s)");
   auto* topOpt = app.add_option("--top", top, "at most N sites per list (text default 10; JSON default all)")
                      ->check(CLI::Range(size_t{1}, size_t{1000000000}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "memledger: %s: %s (see 'memledger %s --help')\n", name.c_str(), e.what(), name.c_str());
-    return 2;
-  }
+  if (int rc = parseCommandLine(app, argc, argv, name.c_str()); rc >= 0) return rc;
   if (pidOpt->count()) out.filter.pid = pid;
   if (kindOpt->count()) {
     if (kind.empty()) {

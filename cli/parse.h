@@ -1,0 +1,25 @@
+// Command-line parsing shared by every command: --help prints and exits 0, a bad command line
+// is one line on stderr and exit 2 (cli/commands.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+namespace memledger::cli {
+
+// -1: parsed, go on; otherwise the exit status to return.
+inline int parseCommandLine(CLI::App& app, int argc, char** argv, const char* name) {
+  try {
+    app.parse(argc, argv);
+    return -1;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "memledger: %s: %s (see 'memledger %s --help')\n", name, e.what(), name);
+    return 2;
+  }
+}
+
+}  // namespace memledger::cli
