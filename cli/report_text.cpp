@@ -194,8 +194,9 @@ std::string textFragmentation(const an::Fragmentation& f) {
 
 std::string textTemporaries(const std::vector<an::SiteAmount>& temps, const an::Totals& t, const TextOptions& opt) {
   if (t.temporary_count == 0) return "Temporaries\n  none\n";
-  std::string out = fmt("Temporaries: %s allocations (%s) freed before the same thread allocated again\n",
-                        formatCount(t.temporary_count).c_str(), formatBytes(t.temporary_bytes).c_str());
+  std::string out = fmt("Temporaries: %s (%s) freed before the same thread allocated again\n",
+                        plural(t.temporary_count, "allocation", "allocations").c_str(),
+                        formatBytes(t.temporary_bytes).c_str());
   TextOptions few = opt;
   few.top = std::min<size_t>(opt.top, 5);
   return out + siteList(temps, few, "sites");
