@@ -18,19 +18,7 @@ t::RunResult check(const std::vector<std::string>& args) {
   return t::run(argv);
 }
 
-// One integer from a recording, read directly (independent of the report code).
-int64_t sqlInt(const std::string& db, const char* sql) {
-  sqlite3* h = nullptr;
-  int64_t v = -1;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-      v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(h);
-  return v;
-}
+using t::sqlInt;
 
 std::string leaky() { return t::sample("ci_leaky"); }
 

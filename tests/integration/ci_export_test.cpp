@@ -12,18 +12,7 @@ namespace t = memledger::test;
 
 namespace {
 
-int64_t sqlInt(const std::string& db, const char* sql) {
-  sqlite3* h = nullptr;
-  int64_t v = -1;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-      v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(h);
-  return v;
-}
+using t::sqlInt;
 
 t::RunResult cli(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {t::memledgerBinary()};

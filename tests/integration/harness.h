@@ -12,6 +12,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -360,6 +361,21 @@ std::vector<json> processesWhere(const json& report, Pred pred) {
   for (const auto& p : report.value("processes", json::array()))
     if (pred(p)) found.push_back(p);
   return found;
+}
+
+// One integer from a recording, read directly with SQLite (independent of the report code);
+// -1 when the file or the query fails.
+inline int64_t sqlInt(const std::string& db, const char* sql) {
+  sqlite3* h = nullptr;
+  int64_t v = -1;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return v;
 }
 
 }  // namespace memledger::test
