@@ -243,6 +243,29 @@ std::string colText(sqlite3_stmt* st, int col) {
 
 }  // namespace
 
+namespace {
+
+// The hooks already drop their own frames; what can remain innermost is an allocator entry that
+// forwards to the hooked one without being hooked itself: the dynamic loader's malloc/calloc
+// wrappers (rtld-malloc.h, inlined or not), reached while ld.so allocates a TLS vector or an
+// error message. Stacks start at the code that asked for memory, so those go too.
+bool isAllocatorEntry(const Frame& f) {
+  if (!f.function) return false;
+  static const char* const kEntries[] = {"malloc", "calloc", "realloc", "free", "__rtld_malloc",
+                                         "__rtld_calloc", "__rtld_realloc", "__rtld_free"};
+  for (const char* e : kEntries)
+    if (*f.function == e) return true;
+  return false;
+}
+
+void dropAllocatorFrames(Stack& frames) {
+  size_t n = 0;
+  while (n + 1 < frames.size() && isAllocatorEntry(frames[n])) ++n;
+  frames.erase(frames.begin(), frames.begin() + static_cast<long>(n));
+}
+
+}  // namespace
+
 const Stack& Recording::stack(int64_t stack_id) const {
   auto found = impl_->stacks.find(stack_id);
   if (found != impl_->stacks.end()) return found->second;
@@ -307,6 +330,7 @@ const Stack& Recording::stack(int64_t stack_id) const {
     }
     frames.insert(frames.end(), cached->second.begin(), cached->second.end());
   }
+  dropAllocatorFrames(frames);
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
 }
 

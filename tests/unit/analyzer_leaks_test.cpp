@@ -103,6 +103,36 @@ TEST(AnalyzerLeaks, StacksExpandInlineFramesInnermostFirst) {
   EXPECT_TRUE(toJson(raw)[0]["function"].is_null());
 }
 
+// ld.so's malloc/calloc wrappers forward to the hooked allocator without being hooked: the
+// stack starts at the loader code that asked for memory (allocate_dtv), as for any program code.
+TEST(AnalyzerLeaks, LoaderAllocatorWrappersAreNotInStacks) {
+  int64_t inlined = 0, outOfLine = 0, onlyMalloc = 0, programMalloc = 0;
+  std::string path;
+  {
+    RecordingBuilder b("loader-wrappers.db");
+    b.process({.id = 1, .pid = 1000, .command = "./prog"});
+    const char* ld = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2";
+    inlined = b.stack(1, {{"allocate_dtv", "dl-tls.c", 397}, {"_dl_allocate_tls", "dl-tls.c", 600}}, ld,
+                      {{"calloc", "rtld-malloc.h", 44}});
+    outOfLine = b.stack(1, {{"malloc", "dl-minimal.c", 50}, {"_dl_exception_create_format", "dl-exception.c", 120}},
+                        ld);
+    onlyMalloc = b.stack(1, {{"malloc", nullptr, 0}}, ld);
+    programMalloc = b.stack(1, {{"my_malloc", "pool.c", 7}, {"main", "main.c", 3}});
+    path = b.finish();
+  }
+  auto rec = Recording::open(path);
+  const Stack& a = rec.stack(inlined);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].function, "allocate_dtv");
+  const Stack& o = rec.stack(outOfLine);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].function, "_dl_exception_create_format");
+  // Never an empty stack: a lone wrapper frame stays.
+  ASSERT_EQ(rec.stack(onlyMalloc).size(), 1u);
+  // Only exact allocator entry names go.
+  EXPECT_EQ(rec.stack(programMalloc)[0].function, "my_malloc");
+}
+
 TEST(AnalyzerLeaks, FilterByPid) {
   TwoProcesses t;
   auto rec = Recording::open(t.path);
