@@ -1,7 +1,7 @@
 /* Ground truth for fragmentation: 200,000 x malloc(1000) (all touched), every other one freed,
  * then 100,000 x malloc(3000) (touched), which cannot reuse the 1000-byte holes. At the end
  * ~400 MB are live in ~500 MB of resident heap: a fragmentation ratio (1 - live/resident) of
- * about 0.2. Everything stays live for ~50 ms so RSS is sampled at that plateau. */
+ * about 0.2. Everything stays live for ~250 ms so RSS is sampled at that plateau. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +40,8 @@ int main(void) {
   allocate_small();
   punch_holes();
   allocate_large();
-  struct timespec plateau = {0, 50 * 1000000L};
+  // Long enough for several resident-memory samples (the recorder reads anonymous RSS every 50 ms).
+  struct timespec plateau = {0, 250 * 1000000L};
   nanosleep(&plateau, NULL);
   printf("fragmenting: %d small, %d large live\n", kSmall / 2, kLarge);
   return 0;
