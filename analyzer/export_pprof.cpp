@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analyzer/export_formats.h"
+#include "analyzer/sql.h"
 #include "profile.pb.h"
 
 namespace memledger::analyzer {
@@ -65,13 +66,8 @@ class ProfileBuilder {
     std::vector<uint64_t> out;
     sqlite3_stmt* s = stack_.reset(stackId);
     if (sqlite3_step(s) == SQLITE_ROW) {
-      const auto* blob = static_cast<const unsigned char*>(sqlite3_column_blob(s, 0));
-      int n = sqlite3_column_bytes(s, 0) / 4;
-      std::vector<int64_t> ipIds;
-      for (int i = 0; i < n; ++i)  // little-endian uint32 ip ids
-        ipIds.push_back(static_cast<int64_t>(blob[4 * i] | (blob[4 * i + 1] << 8) | (blob[4 * i + 2] << 16) |
-                                             (static_cast<uint32_t>(blob[4 * i + 3]) << 24)));
-      for (int64_t ipId : ipIds) out.push_back(location(ipId));
+      for (uint32_t ipId : detail::decodeIpIds(sqlite3_column_blob(s, 0), sqlite3_column_bytes(s, 0)))
+        out.push_back(location(ipId));
     }
     stacks_[stackId] = out;
     return out;

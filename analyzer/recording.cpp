@@ -277,12 +277,8 @@ const Stack& Recording::stack(int64_t stack_id) const {
   std::vector<uint32_t> ipIds;
   int rc = sqlite3_step(impl_->stackStmt);
   if (rc == SQLITE_ROW) {
-    auto* blob = static_cast<const unsigned char*>(sqlite3_column_blob(impl_->stackStmt, 0));
-    int n = sqlite3_column_bytes(impl_->stackStmt, 0);
-    // Little-endian u32 ip ids, innermost first; a trailing partial id is damage, ignored.
-    for (int i = 0; blob && i + 4 <= n; i += 4)
-      ipIds.push_back(uint32_t(blob[i]) | (uint32_t(blob[i + 1]) << 8) |
-                      (uint32_t(blob[i + 2]) << 16) | (uint32_t(blob[i + 3]) << 24));
+    ipIds = detail::decodeIpIds(sqlite3_column_blob(impl_->stackStmt, 0),
+                                sqlite3_column_bytes(impl_->stackStmt, 0));
   } else if (rc != SQLITE_DONE) {
     throwFor(rc, path);
   }

@@ -7,10 +7,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analyzer/analyzer.h"
 
 namespace memledger::analyzer::detail {
+
+// stacks.ips (schemas/memledger.sql): little-endian uint32 ip ids, innermost first. A trailing
+// partial id is damage and is ignored.
+inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
+  std::vector<uint32_t> ids;
+  const auto* p = static_cast<const unsigned char*>(blob);
+  for (int i = 0; p && i + 4 <= bytes; i += 4)
+    ids.push_back(uint32_t(p[i]) | (uint32_t(p[i + 1]) << 8) | (uint32_t(p[i + 2]) << 16) |
+                  (uint32_t(p[i + 3]) << 24));
+  return ids;
+}
 
 [[noreturn]] void throwCorrupt(const std::string& path);
 
