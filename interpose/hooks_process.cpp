@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "unwinder.h"
 
 using namespace memledger::preload;
 using memledger::wire::RecordType;
@@ -45,6 +46,11 @@ ML_EXPORT void* dlopen(const char* file, int mode) {
 ML_EXPORT int dlclose(void* handle) {
   ensureReals();
   int rc = R.dlclose(handle);
+  // The unwinder's rules for unloaded code go, under the guard: what libdw frees is its own.
+  bool outer = !t_state.busy;
+  t_state.busy = 1;
+  unwind::codeUnloaded();
+  if (outer) t_state.busy = 0;
   if (enter()) {
     modulesRescan();  // ModuleGone for every module that went away
     leave();

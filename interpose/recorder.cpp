@@ -6,64 +6,24 @@
 #include <cstring>
 
 #include "ring_writer.h"
+#include "unwinder.h"
 
 namespace memledger::preload {
 
-// The hashes of the stacks one thread already sent on the current ring: an open-addressed set
-// in memory mapped with the raw syscall (never the heap being observed). Full → cleared (the
-// stacks are simply sent again; the recorder dedups by hash).
+// Per thread, in memory mapped with the raw syscall (never the heap being observed): the hashes
+// of the stacks the thread already sent on the current ring (an open-addressed set; full →
+// cleared, the stacks are simply sent again and the recorder dedups by hash), and the thread's
+// last stack walk, which the unwinder reuses when the outer part of the stack did not change.
 struct StackCache {
-  static constexpr uint32_t kSlots = 4096 - 2;  // the struct fills 8 pages
+  static constexpr uint32_t kSlots = 4096 - 2;
   uint32_t gen;
   uint32_t count;
   uint64_t last;
   uint64_t slots[kSlots];
+  unwind::Trace trace;
 };
 
 namespace {
-
-// ---- the unwinder, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
-using UnwBacktrace = int (*)(void**, int);
-enum : int { kUnwUntried = 0, kUnwLoading = 1, kUnwReady = 2, kUnwFailed = 3 };
-std::atomic<int> g_unwState{kUnwUntried};
-UnwBacktrace g_unwBacktrace = nullptr;
-constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD
-
-bool loadUnwinder() {
-  int state = g_unwState.load(std::memory_order_acquire);
-  if (ML_LIKELY(state == kUnwReady)) return true;
-  if (state != kUnwUntried) return false;  // failed, or another thread is loading it right now
-  int expected = kUnwUntried;
-  if (!g_unwState.compare_exchange_strong(expected, kUnwLoading)) return false;
-  void* h = R.dlopen ? R.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : nullptr;
-  void* fn = h ? dlsym(h, "unw_backtrace") : nullptr;
-  if (!fn) {
-    writeStderr("memledger: cannot load libunwind.so.8, recording without stacks\n");
-    g_unwState.store(kUnwFailed, std::memory_order_release);
-    return false;
-  }
-  // Per-thread caches: the global one takes a lock with signals blocked on every walk.
-  auto setPolicy = reinterpret_cast<int (*)(void*, int)>(dlsym(h, "_ULx86_64_set_caching_policy"));
-  auto* space = static_cast<void**>(dlsym(h, "_ULx86_64_local_addr_space"));
-  if (setPolicy && space) setPolicy(*space, kUnwCachePerThread);
-  g_unwBacktrace = reinterpret_cast<UnwBacktrace>(fn);
-  g_unwState.store(kUnwReady, std::memory_order_release);
-  return true;
-}
-
-// Innermost first; frames inside this library (the hook, the capture) dropped.
-int captureStack(uint64_t* out) {
-  if (!loadUnwinder()) return 0;
-  constexpr int kSkipRoom = 16;
-  void* raw[wire::kMaxFrames + kSkipRoom];
-  int n = g_unwBacktrace(raw, wire::kMaxFrames + kSkipRoom);
-  int first = 0;
-  while (first < n && inSelf(reinterpret_cast<uint64_t>(raw[first]))) ++first;
-  int count = n - first;
-  if (count > wire::kMaxFrames) count = wire::kMaxFrames;
-  for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(raw[first + i]);
-  return count;
-}
 
 // ---- per-thread stack caches, recycled through a free list when threads exit
 std::atomic<bool> g_cacheLock{false};
@@ -92,6 +52,7 @@ StackCache* acquireCache() {
   unlockCaches();
   if (c) {
     c->gen = 0;  // forces a clear below
+    c->trace.n = 0;  // another thread's stack: nothing of it may be read
   } else {
     void* m = rawMmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -144,10 +105,14 @@ uint16_t opAux(wire::Op op) { return static_cast<uint16_t>(op); }
 void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (!h) return;
+  StackCache* cache = t_state.cache;
+  if (ML_UNLIKELY(!cache)) cache = t_state.cache = acquireCache();
   uint64_t ips[wire::kMaxFrames];
-  int n = captureStack(ips);
-  uint64_t hash = n > 0 ? wire::hashFrames(ips, n) : 0;
+  unwind::Captured st = unwind::capture(cache ? &cache->trace : nullptr, ips);
+  int n = st.n;
+  uint64_t hash = st.hash;
   bool sendStack = n > 0 && firstSight(hash);
+  if (sendStack && !st.framesOut) unwind::framesOf(&cache->trace, st, ips);
   // Module records for code the stack runs in go before the Stack record that needs them.
   if (sendStack) modulesEnsureCover(ips, n);
   uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(n)) : 0;

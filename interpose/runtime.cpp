@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "runtime.h"
+#include "unwinder.h"
 
 namespace memledger::preload {
 
@@ -119,6 +120,7 @@ void readSettings() {
   g_socketPath[len] = '/';
   strcpy(g_socketPath + len + 1, wire::kSocketName);
   g_haveDir = true;
+  unwind::init();
   const char* nf = getenv(wire::kEnvNoFollow);
   g_noFollow = nf && strcmp(nf, "1") == 0;
   if (const char* slots = getenv(wire::kEnvRingSlots)) {

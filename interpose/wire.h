@@ -165,13 +165,18 @@ static_assert(sizeof(Hello) == 32);
 inline constexpr size_t kMaxHelloMessage = 8192;
 
 // Stack hashing: both the per-thread cache in the traced process and the recorder's check use it.
+// Folded from the outermost frame inwards, so the hash of every suffix of a stack comes for free
+// while it is computed (the unwinder keeps them to reuse an unchanged outer part of a stack).
+inline constexpr uint64_t kHashSeed = 0x9e3779b97f4a7c15ull;
+inline uint64_t hashStep(uint64_t outer, uint64_t ip) {
+  uint64_t h = (outer ^ ip) * 0xff51afd7ed558ccdull;
+  return h ^ (h >> 32);
+}
+inline uint64_t finalHash(uint64_t h) { return h ? h : 1; }  // 0 means "no stack"
 inline uint64_t hashFrames(const uint64_t* ips, int n) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
-  for (int i = 0; i < n; ++i) {
-    h ^= ips[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-  }
-  return h ? h : 1;  // 0 means "no stack"
+  uint64_t h = kHashSeed;
+  for (int i = n; i-- > 0;) h = hashStep(h, ips[i]);
+  return finalHash(h);
 }
 
 }  // namespace memledger::wire

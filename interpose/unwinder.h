@@ -1,0 +1,72 @@
+// Stack capture for the hooks: our own .eh_frame unwinder with an exact per-thread trace cache,
+// and libunwind's unw_backtrace as the fallback for anything it does not handle.
+//
+// Why not unw_backtrace alone: walking a frame costs ~7 ns whoever walks it (each step's load
+// depends on the previous one), and a hook pays it for every frame of every allocation. Most
+// allocations come from a call path the same thread walked a moment ago, so the walk keeps the
+// thread's last trace: for each frame the state it was entered with (pc, rsp, rbp) and the stack
+// slots its step read (return address, saved rbp). A new capture walks fresh frames from the top
+// until it reaches a state equal to one of the last trace's frames; from there on the walk is a
+// function of that state and the slots it reads (the rules per pc are fixed while the code stays
+// mapped), so when every one of those slots still holds the value read last time, the rest of the
+// trace is the same and is reused. The check reads one or two words per frame, all independent
+// loads. Nothing is guessed: a mismatch, an unknown rule, a signal frame, a CFA expression, a
+// frame outside any file-backed module all fall back to a full walk or to unw_backtrace.
+//
+// The rules (CFA = rsp|rbp + offset, where the return address and the caller's rbp are saved)
+// come from each module's .eh_frame through elfutils' libdw (dlopen'ed RTLD_LOCAL, like
+// libunwind), computed once per return address and kept in a lock-free table. Only one thread
+// computes at a time (try-lock; a thread that finds it busy uses unw_backtrace instead), so a
+// fork never leaves a child waiting on a lock. dlclose retires the table (unloaded code's
+// addresses can be reused).
+//
+// MEMLEDGER_UNWIND=libunwind turns the own walker off; MEMLEDGER_UNWIND_CHECK=1 also runs
+// unw_backtrace for every capture, compares, and prints the count of differences at exit.
+#pragma once
+
+#include <cstdint>
+
+#include "wire.h"
+
+namespace memledger::preload::unwind {
+
+inline constexpr int kSkipRoom = 16;  // frames of this library above the program's frames
+inline constexpr int kTraceCap = wire::kMaxFrames + kSkipRoom;
+
+// One frame of a walk: the state it was entered with and the slots its step read (0: none).
+// rbp is part of the state only when the walk from here on uses the value it came in with
+// (a CFA based on rbp before some frame restores rbp from its save slot): with
+// -fomit-frame-pointer code rbp holds whatever the program keeps in it, and would never match.
+struct Frame {
+  uint64_t pc, rsp, rbp;
+  uint64_t raSlot, rbpSlot;
+  uint64_t hash;      // wire::hashFrames of this frame and all outer ones (suffix hash)
+  uint32_t rule;      // kUsesRbp / kSavesRbp of the step taken here
+  uint32_t needsRbp;  // the walk from here on depends on the incoming rbp
+};
+
+// A thread's last trace, outermost frame first (so a reused outer part stays in place).
+struct Trace {
+  uint32_t n;          // frames; 0: nothing to reuse
+  uint32_t truncated;  // the walk stopped at kTraceCap, not at the outermost frame
+  uint64_t gen;        // code generation it was walked in (unloaded code makes it stale)
+  Frame rev[kTraceCap];
+};
+
+struct Captured {
+  int n = 0;              // program frames (this library's dropped), at most wire::kMaxFrames
+  uint64_t hash = 0;      // wire::hashFrames of them; 0 when n == 0
+  bool framesOut = false; // `out` already holds them; otherwise framesOf() gives them
+};
+
+void init();  // reads the settings (bootstrap, before any capture)
+
+// Captures the caller's stack. `trace` may be null (no per-thread state): then unw_backtrace.
+Captured capture(Trace* trace, uint64_t* out);
+// The frames of the capture that just returned framesOut == false.
+void framesOf(const Trace* trace, const Captured& c, uint64_t* out);
+
+void codeUnloaded();  // after dlclose: rules for addresses that may now be reused go
+void reportCheck();   // MEMLEDGER_UNWIND_CHECK: one stderr line with the comparison's counts
+
+}  // namespace memledger::preload::unwind
