@@ -2,8 +2,9 @@
 // as plain value structs. No Qt, no printing: cli/ and gui/ only present what is computed here.
 //
 // A Recording is opened read-only; the common questions (leaks, peak, totals, processes,
-// suggestions) read only the aggregate tables (sites, timeline, processes). Raw `allocations`
-// rows are read only for a time filter, phase top sites or a heap layout, through indexed ranges.
+// suggestions) read only the aggregate tables (sites, timeline, processes); phase top sites read
+// `site_timeline` (version 1 files: the allocation rows). Raw `allocations` rows (by default
+// only the leaks) are read only for a time filter on leaks or a heap layout.
 //
 // Conventions: times are nanoseconds since the recording started; sizes are bytes; stacks list
 // the innermost frame first; `pid` is the OS pid of the process image a site belongs to.
@@ -46,7 +47,8 @@ class RecordingError : public std::runtime_error {
 };
 
 // The schema version this analyzer reads (PRAGMA user_version); newer files are refused.
-inline constexpr int kSchemaVersion = 1;
+// Version 1 files are read too (see schemas/memledger.sql).
+inline constexpr int kSchemaVersion = 2;
 
 struct Frame {
   std::optional<std::string> function;  // demangled; nullopt when unknown ("??" in text)
@@ -66,6 +68,9 @@ struct RecordingInfo {
   int64_t lost_records = 0;
   int64_t bucket_ns = 0;      // timeline bucket width
   int64_t fold_threshold_ns = 0;
+  // Which blocks have an `allocations` row: "leaks" (only blocks live at the end of their
+  // process), "long_lived" (also freed blocks that lived >= fold_threshold_ns) or "all".
+  std::string allocation_rows = "all";
   std::string version;        // memledger_version that wrote it
   std::string command;
   std::string start_wall;
@@ -223,7 +228,9 @@ struct Fragmentation {
   std::vector<FragmentationPoint> series;
 };
 
-// Live blocks and holes of an address range at one instant (from `allocations`).
+// Live blocks and holes of an address range at one instant (from `allocations`). Only blocks
+// with a row are seen: exact when every block has one (allocation_rows 'all') or at/after the end
+// of the image (its live blocks are its leaks, which always have rows); `complete` says which.
 struct LayoutBlock {
   uint64_t address = 0;
   uint64_t size = 0;
@@ -242,6 +249,7 @@ struct HeapLayout {
   uint64_t free_bytes = 0;     // sum of holes
   uint64_t largest_hole = 0;
   double external_fragmentation = 0;  // 1 - largest_hole / free_bytes (0 when no holes)
+  bool complete = false;  // false: blocks freed later (without a row) may be missing at t_ns
 };
 
 // Allocation patterns worth a change of code.

@@ -55,6 +55,13 @@ HeapLayout heapLayout(const Recording& rec, int64_t image_id, uint64_t from, uin
   out.from = from;
   out.to = to;
   out.t_ns = t_ns;
+  out.complete = rec.info().allocation_rows == "all";
+  if (!out.complete) {
+    // After the image ended, what was live is exactly its leaks, and every leak has a row.
+    detail::Statement q(rec, "SELECT end_ns FROM processes WHERE id = ?");
+    q.bind(1, image_id);
+    if (q.step() && q.optI64(0) && t_ns >= *q.optI64(0) && rec.info().complete) out.complete = true;
+  }
   if (to <= from) return out;
   // Addresses are stored as SQLite integers (signed 64-bit): user-space addresses fit.
   detail::Statement q(rec,

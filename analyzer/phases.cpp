@@ -148,11 +148,13 @@ std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t
 }
 
 // Top sites of every phase by bytes allocated in it. One phase is the whole run: the exact
-// per-site totals of `sites` answer it (folded short-lived allocations included). Several phases
-// take one sequential pass over the allocation rows (folded allocations have no row, so these
-// are the allocations that lived at least the fold threshold). Per row the pass reads three
-// integers and adds into a dense array: a GROUP BY per phase would sort every row into a
-// temporary b-tree (~1 us a row), and 10^7 rows must take well under a second.
+// per-site totals of `sites` answer it. Several phases take one sequential pass over
+// `site_timeline` (per site and timeline bucket; phases start at bucket starts, markers cut
+// buckets, so each row falls in exactly one phase and the sums are exact). A version 1 file has
+// no site_timeline: the pass reads its allocation rows instead (there, only allocations that
+// lived at least the fold threshold). Per row the pass reads four integers and adds into a dense
+// array: a GROUP BY per phase would sort every row into a temporary b-tree (~1 us a row), and
+// 10^7 rows must take well under a second.
 std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const std::vector<Range>& ranges,
                                                    const Filter& filter, size_t top) {
   std::vector<std::vector<SiteAmount>> out(ranges.size());
@@ -204,9 +206,12 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
   std::vector<std::unordered_map<int32_t, Amount>> sparse(dense ? 0 : ranges.size());
 
   bool severalKinds = std::find(slotOf.begin(), slotOf.end(), kSeveral) != slotOf.end();
-  detail::Statement q(rec, severalKinds
-                               ? "SELECT t_alloc, stack_id, size, kind FROM allocations NOT INDEXED WHERE t_alloc >= ?"
-                               : "SELECT t_alloc, stack_id, size FROM allocations NOT INDEXED WHERE t_alloc >= ?");
+  // Columns: time, stack, count, bytes (, kind).
+  const bool perBucket = rec.info().schema_version >= 2;
+  std::string sql = perBucket ? "SELECT t_ns, stack_id, allocs, alloc_bytes" : "SELECT t_alloc, stack_id, 1, size";
+  sql += severalKinds ? ", kind" : "";
+  sql += perBucket ? " FROM site_timeline WHERE t_ns >= ?" : " FROM allocations NOT INDEXED WHERE t_alloc >= ?";
+  detail::Statement q(rec, sql.c_str());
   q.bind(1, ranges.front().start);
   size_t cur = 0;
   while (q.step()) {
@@ -224,15 +229,15 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
       if (cur + 1 < ranges.size() && t >= ranges[cur].end) continue;  // in no phase (a gap)
     }
     if (slot == kSeveral) {
-      std::string kind = q.text(3);
+      std::string kind = q.text(4);
       slot = kNone;
       for (size_t i = 0; i < siteList.size(); ++i)
         if (siteList[i].stack_id == stack && siteList[i].kind == kind) slot = static_cast<int32_t>(i);
       if (slot == kNone) continue;
     }
     Amount& a = dense ? sums[cur][static_cast<size_t>(slot)] : sparse[cur][slot];
-    a.count += 1;
-    a.bytes += q.i64(2);
+    a.count += q.i64(2);
+    a.bytes += q.i64(3);
   }
   for (size_t p = 0; p < ranges.size(); ++p) {
     std::vector<std::pair<size_t, Amount>> touched;

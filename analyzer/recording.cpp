@@ -177,10 +177,11 @@ Recording Recording::open(const std::string& path) {
   {
     // Every table of the schema must be there; a missing one means the file is damaged (or the
     // recorder died before it created them).
-    static const char* kTables[] = {"processes", "modules", "ips", "frames", "stacks",
-                                    "sites", "allocations", "timeline", "markers"};
+    static const char* kTables[] = {"processes", "modules", "ips", "frames", "stacks", "sites",
+                                    "allocations", "timeline", "markers", "site_timeline"};
     detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     for (const char* t : kTables) {
+      if (info.schema_version < 2 && std::strcmp(t, "site_timeline") == 0) continue;
       q.reset();
       q.bind(1, std::string(t));
       if (!q.step() || q.i64(0) == 0)
@@ -197,12 +198,15 @@ Recording Recording::open(const std::string& path) {
       else if (key == "lost_records") info.lost_records = toInt(value);
       else if (key == "bucket_ns") info.bucket_ns = toInt(value);
       else if (key == "fold_threshold_ns") info.fold_threshold_ns = toInt(value);
+      else if (key == "allocation_rows") info.allocation_rows = value;
       else if (key == "memledger_version") info.version = value;
       else if (key == "command") info.command = value;
       else if (key == "start_wall") info.start_wall = value;
       else if (key == "peak_image" && !value.empty()) info.peak_image = toInt(value, -1);
     }
   }
+  // Version 1 had no allocation_rows: a threshold of 0 meant every block had a row.
+  if (info.schema_version < 2) info.allocation_rows = info.fold_threshold_ns == 0 ? "all" : "long_lived";
   {
     detail::Statement q(rec, "SELECT id, pid FROM processes");
     while (q.step()) rec.impl_->pids[q.i64(0)] = q.i64(1);

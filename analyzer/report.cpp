@@ -153,6 +153,7 @@ json toJson(const RecordingInfo& i) {
           {"bucket_ns", i.bucket_ns},
           {"version", i.version},
           {"schema_version", i.schema_version},
+          {"allocation_rows", i.allocation_rows},
           {"command", i.command}};
 }
 

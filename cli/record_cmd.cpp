@@ -85,13 +85,16 @@ int cmdRecord(int argc, char** argv) {
   CLI::App app{"Record a program's memory into one SQLite file", "memledger record"};
   std::string output;
   bool force = false, noFollow = false, noFold = false, noSymbols = false;
-  double bucketMs = 1.0, foldMs = 1.0;
+  double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
   app.add_flag("--no-follow-children", noFollow, "record only the started program, not its children");
-  app.add_flag("--no-fold", noFold, "write every allocation as a row (default: only those living >= --fold-ms, and leaks)");
-  app.add_option("--fold-ms", foldMs, "allocations shorter-lived than this are folded into per-site totals")
-      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-fold", noFold,
+               "write every allocation as a row (default: only blocks still live when their process "
+               "ends; freed ones are counted exactly in per-site totals and per-site activity over time)");
+  auto* foldOpt = app.add_option("--fold-ms", foldMs,
+                                 "also write a row for each freed block that lived at least this long")
+                      ->check(CLI::NonNegativeNumber);
   app.add_option("--bucket-ms", bucketMs, "timeline bucket width")->check(CLI::PositiveNumber);
   app.add_flag("--no-symbols", noSymbols, "skip symbolization at the end (frames stay empty)");
   std::vector<char*> cargv;
@@ -142,7 +145,8 @@ int cmdRecord(int argc, char** argv) {
   opt.symbolize = !noSymbols;
   opt.warnIfNothingRegisters = !bin.isStatic && !bin.secure;
   opt.recording.fold = !noFold;
-  opt.recording.fold_threshold_ns = static_cast<uint64_t>(foldMs * 1e6);
+  opt.recording.fold_threshold_ns =
+      foldOpt->count() ? static_cast<uint64_t>(foldMs * 1e6) : recorder::kLeaksOnly;
   opt.recording.bucket_ns = static_cast<uint64_t>(bucketMs * 1e6);
   if (opt.recording.bucket_ns == 0) opt.recording.bucket_ns = 1;
   opt.version = MEMLEDGER_VERSION;

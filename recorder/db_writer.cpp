@@ -72,6 +72,11 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->timeline_ = w->prepare(
       "INSERT OR REPLACE INTO timeline(image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, "
       "rss_bytes, anon_bytes, allocs, frees, alloc_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  // A bucket's rows are written once; the upsert only matters if a bucket were ever flushed twice.
+  w->siteTimeline_ = w->prepare(
+      "INSERT INTO site_timeline(image_id, t_ns, stack_id, kind, allocs, alloc_bytes) "
+      "VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET allocs = allocs + excluded.allocs, "
+      "alloc_bytes = alloc_bytes + excluded.alloc_bytes");
   w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
   if (!w->ok()) {
     *error = w->error_;
@@ -82,7 +87,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
-                           timeline_, marker_})
+                           timeline_, siteTimeline_, marker_})
     sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
@@ -262,6 +267,18 @@ void DbWriter::insertTimeline(const TimelineRow& r) {
   step(st);
 }
 
+void DbWriter::insertSiteTimeline(const SiteTimelineRow& r) {
+  sqlite3_stmt* st = siteTimeline_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.image_id);
+  bindU(st, 2, r.t_ns);
+  sqlite3_bind_int64(st, 3, r.stack_id);
+  sqlite3_bind_text(st, 4, r.kind, -1, SQLITE_STATIC);
+  bindU(st, 5, r.allocs);
+  bindU(st, 6, r.alloc_bytes);
+  step(st);
+}
+
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
   if (!marker_) return;
   sqlite3_bind_int64(marker_, 1, image);
@@ -283,7 +300,7 @@ void DbWriter::close() {
   commit();
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
-                            &alloc_, &timeline_, &marker_}) {
+                            &alloc_, &timeline_, &siteTimeline_, &marker_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

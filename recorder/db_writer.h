@@ -17,6 +17,9 @@ struct sqlite3_stmt;
 
 namespace memledger::recorder {
 
+// PRAGMA user_version of schemas/memledger.sql (meta schema_version repeats it).
+inline constexpr int kSchemaVersion = 2;
+
 struct ProcessRow {
   int64_t id = 0;
   uint32_t pid = 0, ppid = 0;
@@ -55,6 +58,14 @@ struct AllocationRow {
   std::optional<int64_t> realloc_of;
 };
 
+struct SiteTimelineRow {
+  int64_t image_id = 0;
+  uint64_t t_ns = 0;
+  int64_t stack_id = 0;
+  const char* kind = "malloc";
+  uint64_t allocs = 0, alloc_bytes = 0;
+};
+
 struct TimelineRow {
   int64_t image_id = 0;
   uint64_t t_ns = 0;
@@ -82,6 +93,7 @@ class DbWriter {
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
   void insertTimeline(const TimelineRow& row);
+  void insertSiteTimeline(const SiteTimelineRow& row);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
 
   // Commits the open batch when it is old (>= 100 ms since the last commit) or large.
@@ -111,7 +123,7 @@ class DbWriter {
   uint64_t batchRows_ = 0, rows_ = 0, lastCommitNs_ = 0;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
-               *timeline_ = nullptr, *marker_ = nullptr;
+               *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr;
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

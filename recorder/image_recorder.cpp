@@ -28,6 +28,16 @@ bool isReallocOp(uint8_t op) {
 }
 }  // namespace
 
+const char* allocationRowsPolicy(const RecordingOptions& opt) {
+  if (!opt.fold || opt.fold_threshold_ns == 0) return "all";
+  return opt.fold_threshold_ns == kLeaksOnly ? "leaks" : "long_lived";
+}
+
+uint64_t foldThresholdMeta(const RecordingOptions& opt) {
+  if (!opt.fold) return 0;
+  return std::min<uint64_t>(opt.fold_threshold_ns, INT64_MAX);
+}
+
 ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOptions& opt,
                              const ImageRecorder* forkParent)
     : rec_(rec), db_(rec.db()), id_(imageId), opt_(opt), forkParent_(forkParent),
@@ -216,6 +226,29 @@ void ImageRecorder::flushBucket() {
   row.frees = bucket_.frees;
   row.alloc_bytes = bucket_.allocBytes;
   db_.insertTimeline(row);
+  SiteTimelineRow st;
+  st.image_id = id_;
+  st.t_ns = row.t_ns;
+  for (uint32_t i : bucketSites_) {
+    Site& s = sites_[i];
+    st.stack_id = s.stack_id;
+    st.kind = kindName(static_cast<uint8_t>(s.kind));
+    st.allocs = s.bucket_allocs;
+    st.alloc_bytes = s.bucket_bytes;
+    db_.insertSiteTimeline(st);
+    s.bucket_allocs = 0;
+    s.bucket_bytes = 0;
+  }
+  bucketSites_.clear();
+}
+
+void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+  Site& s = sites_[site];
+  if (s.bucket_allocs == 0) bucketSites_.push_back(site);
+  ++s.bucket_allocs;
+  s.bucket_bytes += size;
+  ++bucket_.allocs;
+  bucket_.allocBytes += size;
 }
 
 void ImageRecorder::heapChanged(int64_t delta, uint64_t t) {
@@ -278,8 +311,7 @@ void ImageRecorder::onAlloc(const Decoded& r) {
     ++s.realloc_count;
     s.max_realloc_chain = std::max<uint64_t>(s.max_realloc_chain, chain);
   }
-  ++bucket_.allocs;
-  bucket_.allocBytes += r.b;
+  countInBucket(site, r.b);
   heapChanged(static_cast<int64_t>(r.b), t);
 }
 
@@ -369,8 +401,7 @@ void ImageRecorder::onMmap(const Decoded& r, uint64_t t) {
   Site& s = sites_[site];
   touch(s);
   countAlloc(s, r.b);
-  ++bucket_.allocs;
-  bucket_.allocBytes += r.b;
+  countInBucket(site, r.b);
   mmapChanged(static_cast<int64_t>(r.b), t);
 }
 

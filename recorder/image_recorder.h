@@ -2,8 +2,9 @@
 // the live set, the per-site aggregates, the exact heap peak (with the live set per site at that
 // instant) and the timeline of one process image. It is a RecordSink: a RingReader drains into it,
 // and tests feed it Decoded records by hand. Everything is O(1) per event and allocation-free on
-// the hot path once the hash maps have grown; only allocations that outlive the fold threshold
-// (or never die) cost an SQLite row.
+// the hot path once the hash maps have grown. By default only blocks still live when the image
+// ends (leaks) cost an `allocations` row; a freed block lives on in its site's exact totals and in
+// the per-bucket site activity (`site_timeline`), which is all the analyzer needs of it.
 //
 // Decisions worth knowing when reading a recording:
 // - Timeline: one row per bucket in which anything happened (an event or an RSS sample), at a
@@ -12,8 +13,10 @@
 //   busy one a row per ms (3.6M rows per busy hour); pass a wider bucket for long runs.
 // - A timestamp older than the current bucket (threads publish slightly out of order) counts in
 //   the current bucket. An RSS sample waits until the event stream reaches its time.
+// - `site_timeline`: per bucket, one row per site that allocated in it, written with the bucket's
+//   timeline row. Rows per bucket = sites active in it; frees are not split per bucket.
 // - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
-//   stacks, modules, timeline and long-lived allocations, but no per-site totals.
+//   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
 //   realloc's free is a resize, never a temporary.
 // - Heap (for the peak and the timeline) is malloc + new + custom pools; anonymous mmap has its
@@ -34,12 +37,21 @@ namespace memledger::recorder {
 
 class Recording;
 
+// fold_threshold_ns meaning "no freed block gets a row": only leaks do.
+inline constexpr uint64_t kLeaksOnly = UINT64_MAX;
+
 struct RecordingOptions {
   uint64_t origin_ns = 0;              // CLOCK_MONOTONIC of the recording's t = 0
   uint64_t bucket_ns = 1'000'000;      // timeline bucket width
-  uint64_t fold_threshold_ns = 1'000'000;
+  // Freed blocks that lived at least this long get an `allocations` row (`record --fold-ms`).
+  uint64_t fold_threshold_ns = kLeaksOnly;
   bool fold = true;                    // false: every allocation gets an `allocations` row
 };
+
+// meta allocation_rows for these options: 'leaks' | 'long_lived' | 'all'.
+const char* allocationRowsPolicy(const RecordingOptions& opt);
+// meta fold_threshold_ns: 0 for 'all', INT64_MAX for 'leaks' (SQLite integers are signed).
+uint64_t foldThresholdMeta(const RecordingOptions& opt);
 
 // One site: a stack and a kind, in one image.
 struct Site {
@@ -52,6 +64,9 @@ struct Site {
   uint64_t cur_count = 0, cur_bytes = 0;
   // Lazy snapshot of the live set at the heap peak: valid for the peak epoch in `stamp`.
   uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
+  // Allocations in the current timeline bucket (a `site_timeline` row when it is flushed).
+  uint64_t bucket_bytes = 0;
+  uint64_t bucket_allocs = 0;
 };
 
 class ImageRecorder final : public RecordSink {
@@ -131,6 +146,7 @@ class ImageRecorder final : public RecordSink {
   void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
   void bucketAt(uint64_t t);
   void flushBucket();
+  void countInBucket(uint32_t site, uint64_t size);
   void splitBucketAt(uint64_t t);
   void heapChanged(int64_t delta, uint64_t t);
   void mmapChanged(int64_t delta, uint64_t t);
@@ -176,6 +192,7 @@ class ImageRecorder final : public RecordSink {
   uint64_t unknownFrees_ = 0, peakRss_ = 0;
   std::optional<int> exitRecord_;
   Bucket bucket_;
+  std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
   struct Sample {
     uint64_t t, rss;
     std::optional<uint64_t> anon;

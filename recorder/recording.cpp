@@ -4,7 +4,16 @@
 
 namespace memledger::recorder {
 
-Recording::Recording(DbWriter& db, const RecordingOptions& opt) : db_(db), opt_(opt) {}
+Recording::Recording(DbWriter& db, const RecordingOptions& opt) : db_(db), opt_(opt) {
+  // Written first, so that even a recording whose recorder is killed says what its rows mean.
+  db_.setMeta("schema_version", std::to_string(kSchemaVersion));
+  writePolicyMeta();
+}
+
+void Recording::writePolicyMeta() {
+  db_.setMeta("allocation_rows", allocationRowsPolicy(opt_));
+  db_.setMeta("fold_threshold_ns", std::to_string(foldThresholdMeta(opt_)));
+}
 
 Recording::~Recording() = default;
 
@@ -160,7 +169,7 @@ void Recording::finish(uint64_t ts, uint64_t lostRecords) {
   db_.setMeta("duration_ns", std::to_string(duration));
   db_.setMeta("wait_ns", std::to_string(totalWaitNs()));
   db_.setMeta("lost_records", std::to_string(lostRecords));
-  db_.setMeta("fold_threshold_ns", std::to_string(opt_.fold ? opt_.fold_threshold_ns : 0));
+  writePolicyMeta();
   db_.setMeta("bucket_ns", std::to_string(opt_.bucket_ns));
   if (peakImage) db_.setMeta("peak_image", std::to_string(peakImage));
   db_.commit();

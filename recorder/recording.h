@@ -69,6 +69,7 @@ class Recording {
     std::unique_ptr<ImageRecorder> rec;
   };
   void writeProcess(Image& im);
+  void writePolicyMeta();  // allocation_rows and fold_threshold_ns
   Image* find(int64_t id);
 
   DbWriter& db_;

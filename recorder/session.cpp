@@ -389,13 +389,11 @@ int runSession(const SessionOptions& optIn) {
   Recording rec(*db, opt.recording);
   std::string command;
   for (const std::string& a : opt.argv) command += (command.empty() ? "" : " ") + a;
-  db->setMeta("schema_version", "1");
   db->setMeta("memledger_version", opt.version);
   db->setMeta("command", command);
   db->setMeta("start_wall", isoNow());
   db->setMeta("start_monotonic_ns", std::to_string(opt.recording.origin_ns));
   db->setMeta("bucket_ns", std::to_string(opt.recording.bucket_ns));
-  db->setMeta("fold_threshold_ns", std::to_string(opt.recording.fold ? opt.recording.fold_threshold_ns : 0));
   db->setMeta("complete", "0");
   db->commit();
 

@@ -4,11 +4,21 @@
 -- ignore them); it never changes the meaning of an existing column. Times are nanoseconds since
 -- the recording started (meta 'start_monotonic_ns' is that origin on CLOCK_MONOTONIC).
 -- The recorder writes everything below; the analyzer and GUI open the file read-only.
-PRAGMA user_version = 1;
+-- Version 2 (this file): by default `allocations` holds only the blocks live at the end of their
+-- process (meta allocation_rows = 'leaks'); per-site activity over time is in `site_timeline`.
+-- A version-1 reader would silently take the missing rows for "no allocations", so the version
+-- went up: old readers refuse these files. Readers of version 2 still read version 1 files (no
+-- site_timeline: phase top sites come from the allocation rows there).
+PRAGMA user_version = 2;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
--- lost_records, fold_threshold_ns, complete ('1' once the recorder finished normally),
+-- lost_records, complete ('1' once the recorder finished normally),
+-- allocation_rows (which blocks have an `allocations` row: 'leaks' = only blocks live at the end
+-- of their process, the default; 'long_lived' = also freed blocks that lived at least
+-- fold_threshold_ns; 'all' = every block; absent in version 1 files, where fold_threshold_ns 0
+-- means 'all' and anything else 'long_lived'), fold_threshold_ns (0 for 'all', the threshold for
+-- 'long_lived', 9223372036854775807 for 'leaks': no freed block lived that long),
 -- bucket_ns (timeline bucket width), peak_image (the image whose heap peak is the largest; the
 -- `sites.peak_*` columns of that image's sites are the live set at that instant).
 -- A fork child starts with an empty live set: frees of blocks inherited from the parent are
@@ -107,8 +117,10 @@ CREATE TABLE sites (
   PRIMARY KEY (stack_id, kind)
 ) WITHOUT ROWID;
 
--- Individual allocations that lived at least fold_threshold_ns, or were never freed. Shorter ones
--- are folded into `sites` (totals stay exact). With --no-fold every allocation is a row.
+-- Individual allocations. Which ones is meta allocation_rows: by default only the blocks live at
+-- the end of their process (leaks; t_free is NULL); `record --fold-ms N` adds freed blocks that
+-- lived at least N ms, `--no-fold` every block. Blocks without a row are counted exactly in
+-- `sites` and, over time, in `site_timeline`.
 CREATE TABLE allocations (
   id          INTEGER PRIMARY KEY,
   image_id    INTEGER NOT NULL,
@@ -138,6 +150,20 @@ CREATE TABLE timeline (
   frees         INTEGER NOT NULL,
   alloc_bytes   INTEGER NOT NULL,
   PRIMARY KEY (image_id, t_ns)
+) WITHOUT ROWID;
+
+-- Allocations per site over time: one row per site and timeline bucket in which the site
+-- allocated (same bucket starts as `timeline`, markers cut them too), so the allocations of any
+-- range of timeline buckets (a phase) sum exactly per site. Frees are not split out per bucket
+-- (nothing asks for them; sites.free_count has the totals). Realloc counts as an allocation.
+CREATE TABLE site_timeline (
+  image_id    INTEGER NOT NULL,
+  t_ns        INTEGER NOT NULL,       -- bucket start, as timeline.t_ns
+  stack_id    INTEGER NOT NULL,
+  kind        TEXT NOT NULL,          -- as sites.kind
+  allocs      INTEGER NOT NULL,
+  alloc_bytes INTEGER NOT NULL,
+  PRIMARY KEY (image_id, t_ns, stack_id, kind)
 ) WITHOUT ROWID;
 
 -- Phase markers set by the program (memledger_mark) or `memledger mark`.

@@ -66,6 +66,55 @@ TEST(ThreePhases, TimelineSplitsIntoThreePhasesWithThePeakInTheSecond) {
   EXPECT_TRUE(hasNoSite(report["leaks"]["sites"], "ramp"));
 }
 
+// Each phase's top site is the ramp with exactly its own blocks. By default the freed blocks
+// have no allocation row: the numbers come from the per-bucket site activity.
+TEST(ThreePhases, EachPhaseTopSiteIsTheRampWithExactlyItsBlocks) {
+  const Recorded& rec = recordSampleUnchanged("three_phases");
+  const json& phases = reportOnce(rec)["phases"];
+  ASSERT_EQ(phases.size(), 3u) << phases.dump(1);
+  const int64_t blocks[3] = {100, 300, 50};
+  for (size_t i = 0; i < 3; i++) {
+    const json& top = phases[i]["top_sites"];
+    ASSERT_FALSE(top.empty()) << "phase " << i + 1;
+    EXPECT_EQ(top[0]["count"].get<int64_t>(), blocks[i]) << "phase " << i + 1 << ":\n" << describeSites(top);
+    EXPECT_EQ(top[0]["bytes"].get<int64_t>(), blocks[i] * kMiB) << "phase " << i + 1;
+    EXPECT_TRUE(hasOneSite(top, "ramp", blocks[i], blocks[i] * kMiB, "malloc")) << "phase " << i + 1;
+  }
+  EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM allocations WHERE t_free IS NOT NULL"), 0);
+  EXPECT_EQ(sqlInt(rec.db, "SELECT sum(allocs) FROM site_timeline WHERE alloc_bytes = allocs * 1048576"), 450);
+  EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM meta WHERE key = 'allocation_rows' AND value = 'leaks'"), 1);
+}
+
+// --no-fold and --fold-ms keep allocation rows for freed blocks; the phases say the same.
+TEST(ThreePhases, NoFoldAndFoldMsKeepRowsWithTheSamePhases) {
+  const json& byDefault = reportOnce(recordSampleUnchanged("three_phases"))["phases"];
+  TempDir dir;
+  struct Mode {
+    std::vector<std::string> options;
+    const char* policy;
+  };
+  for (const Mode& m : {Mode{{"--no-fold"}, "all"}, Mode{{"--fold-ms", "2"}, "long_lived"}}) {
+    std::string db = dir.file(std::string(m.policy) + ".db");
+    std::vector<std::string> argv = {memledgerBinary(), "record", "-o", db};
+    argv.insert(argv.end(), m.options.begin(), m.options.end());
+    argv.insert(argv.end(), {"--", sample("three_phases")});
+    RunResult r = run(argv);
+    ASSERT_EQ(r.status, 0) << r.err;
+    // Every 1 MiB block lived >= 5 ms (the pause before its release): a row in both modes.
+    EXPECT_EQ(sqlInt(db, "SELECT count(*) FROM allocations WHERE size = 1048576 AND t_free IS NOT NULL"), 450)
+        << m.policy;
+    EXPECT_EQ(sqlInt(db, ("SELECT count(*) FROM meta WHERE key = 'allocation_rows' AND value = '" +
+                          std::string(m.policy) + "'").c_str()), 1);
+    const json phases = reportJson(db)["phases"];
+    ASSERT_EQ(phases.size(), byDefault.size()) << m.policy;
+    for (size_t i = 0; i < phases.size(); i++) {
+      ASSERT_FALSE(phases[i]["top_sites"].empty());
+      EXPECT_EQ(phases[i]["top_sites"][0]["count"], byDefault[i]["top_sites"][0]["count"]) << m.policy;
+      EXPECT_EQ(phases[i]["top_sites"][0]["bytes"], byDefault[i]["top_sites"][0]["bytes"]) << m.policy;
+    }
+  }
+}
+
 TEST(TempStorm, EveryPairIsATemporaryAndThePoolIsSuggested) {
   const Recorded& rec = recordSampleUnchanged("temp_storm");
   EXPECT_EQ(rec.program.status, 0);

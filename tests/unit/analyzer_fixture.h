@@ -87,7 +87,8 @@ class RecordingBuilder {
     exec("PRAGMA synchronous = OFF; PRAGMA journal_mode = MEMORY;");
     exec(readFile(std::string(MEMLEDGER_SOURCE_DIR) + "/schemas/memledger.sql"));
     exec("BEGIN");
-    meta("schema_version", "1");
+    meta("schema_version", "2");
+    meta("allocation_rows", "all");
     meta("memledger_version", "0.1.0");
     meta("bucket_ns", "1000000");
     meta("duration_ns", "1000000000");
@@ -175,7 +176,8 @@ class RecordingBuilder {
     exec(o.str());
   }
 
-  // t_free < 0: never freed.
+  // t_free < 0: never freed. The allocation is also counted in site_timeline, in a "bucket" of
+  // its own instant (the recorder's buckets are wider; phase attribution reads only the start).
   void alloc(int64_t image, int64_t stack, int64_t address, int64_t size, int64_t t_alloc,
              int64_t t_free = -1, const char* kind = "malloc") {
     std::ostringstream o;
@@ -183,6 +185,28 @@ class RecordingBuilder {
       << image << ",1," << q(kind) << ",'malloc'," << address << "," << size << "," << stack << ","
       << t_alloc << "," << (t_free < 0 ? std::string("NULL") : std::to_string(t_free)) << ")";
     exec(o.str());
+    if (!siteTimeline_) return;
+    std::ostringstream st;
+    st << "INSERT INTO site_timeline VALUES (" << image << "," << t_alloc << "," << stack << "," << q(kind)
+       << ",1," << size << ") ON CONFLICT DO UPDATE SET allocs = allocs + 1, alloc_bytes = alloc_bytes + "
+       << size;
+    exec(st.str());
+  }
+
+  // Activity of a site in one bucket, without allocation rows (as the recorder writes freed blocks).
+  void siteActivity(int64_t image, int64_t t_ns, int64_t stack, int64_t allocs, int64_t bytes,
+                    const char* kind = "malloc") {
+    exec("INSERT INTO site_timeline VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + "," +
+         std::to_string(stack) + "," + q(kind) + "," + std::to_string(allocs) + "," + std::to_string(bytes) + ")");
+  }
+
+  // Makes the file a version 1 recording (no site_timeline, phase sites from allocation rows).
+  void versionOne(const char* foldThresholdNs = "0") {
+    exec("DROP TABLE site_timeline; PRAGMA user_version = 1;");
+    meta("schema_version", "1");
+    exec("DELETE FROM meta WHERE key = 'allocation_rows'");
+    meta("fold_threshold_ns", foldThresholdNs);
+    siteTimeline_ = false;
   }
 
   void timeline(const TimelineSpec& t) {
@@ -217,6 +241,7 @@ class RecordingBuilder {
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t modules_ = 0, ips_ = 0, stacks_ = 0;
+  bool siteTimeline_ = true;
 };
 
 }  // namespace memledger::testing

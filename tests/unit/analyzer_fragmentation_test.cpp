@@ -89,7 +89,28 @@ TEST(AnalyzerFragmentation, LayoutOfAnAddressRange) {
   EXPECT_EQ(l.largest_hole, 0x400u);
   EXPECT_DOUBLE_EQ(l.external_fragmentation, 0.2);
 
+  EXPECT_TRUE(l.complete);  // allocation_rows 'all': every block has a row
+
   HeapLayout later = heapLayout(rec, 1, 0x1000, 0x1800, 300);
   EXPECT_EQ(later.blocks.size(), 3u);
   EXPECT_EQ(later.largest_hole, 0x300u);
+}
+
+// The recorder's default keeps rows only for leaks: a layout mid-run may miss blocks freed later
+// and says so; at the end of the image its live blocks are exactly its leaks.
+TEST(AnalyzerFragmentation, LayoutWithLeakRowsOnlyIsCompleteAtTheEnd) {
+  RecordingBuilder b("layout-leaks.db");
+  b.meta("allocation_rows", "leaks");
+  b.process({.end_ns = 1000});
+  int64_t s = b.stack(1, {{"f", "f.c", 1}});
+  b.alloc(1, s, 0x1000, 0x100, 10);
+  b.alloc(1, s, 0x1200, 0x100, 20);
+  auto rec = Recording::open(b.finish());
+  HeapLayout mid = heapLayout(rec, 1, 0x1000, 0x1800, 100);
+  EXPECT_FALSE(mid.complete);
+  EXPECT_EQ(mid.blocks.size(), 2u);
+  HeapLayout end = heapLayout(rec, 1, 0x1000, 0x1800, 1000);
+  EXPECT_TRUE(end.complete);
+  EXPECT_EQ(end.live_bytes, 0x200u);
+  EXPECT_EQ(end.largest_hole, 0x500u);
 }

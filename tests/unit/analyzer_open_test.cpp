@@ -119,11 +119,11 @@ TEST(AnalyzerOpen, ForeignSqliteFile) {
 TEST(AnalyzerOpen, NewerSchemaVersion) {
   RecordingBuilder b("newer.db");
   b.process({});
-  b.exec("PRAGMA user_version = 2");
+  b.exec("PRAGMA user_version = 3");
   std::string path = b.finish();
   std::string msg;
   EXPECT_EQ(openError(path, &msg), ErrorKind::NewerVersion);
-  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 2 > 1)");
+  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 3 > 2)");
 }
 
 TEST(AnalyzerOpen, MetaWithoutTheOtherTablesIsCorrupt) {
@@ -151,7 +151,7 @@ TEST(AnalyzerOpen, CompleteRecordingSaysSo) {
   b.process({});
   auto rec = Recording::open(b.finish());
   EXPECT_TRUE(rec.info().complete);
-  EXPECT_EQ(rec.info().schema_version, 1);
+  EXPECT_EQ(rec.info().schema_version, 2);
   EXPECT_EQ(rec.info().bucket_ns, 1000000);
   EXPECT_EQ(rec.info().duration_ns, 1000000000);
 }

@@ -207,6 +207,78 @@ TEST(AnalyzerPhases, MarkersNameThePhases) {
   EXPECT_EQ(mid[0].name, "train");
 }
 
+// The recorder's default: freed blocks have no allocation row, only per-bucket site activity.
+// Markers cut buckets, so a bucket's activity belongs to exactly one phase.
+TEST(AnalyzerPhases, MarkerPhaseTopSitesComeFromSiteTimeline) {
+  RecordingBuilder b("site-timeline.db");
+  Curve c;
+  c.ramp(10 * MiB, 10);
+  c.ramp(0, 10);
+  b.process({.peak_heap_bytes = c.write(b)});
+  b.meta("duration_ns", std::to_string(20 * kBucket));
+  b.meta("allocation_rows", "leaks");
+  b.marker(1, 0, "load");
+  b.marker(1, 10 * kBucket + 500, "train");  // cuts bucket 10: its rest starts at the marker
+  int64_t load = b.stack(1, {{"load", "l.c", 1}});
+  int64_t fit = b.stack(1, {{"fit", "f.c", 2}});
+  int64_t scratch = b.stack(1, {{"scratch", "s.c", 3}});
+  b.site({.stack = load, .alloc_count = 30, .alloc_bytes = 3000});
+  b.site({.stack = fit, .alloc_count = 7, .alloc_bytes = 7 * MiB});
+  b.site({.stack = scratch, .alloc_count = 5, .alloc_bytes = 500, .leak_count = 1, .leak_bytes = 100});
+  b.siteActivity(1, 2 * kBucket, load, 10, 1000);
+  b.siteActivity(1, 10 * kBucket, load, 20, 2000);        // just before the marker
+  b.siteActivity(1, 10 * kBucket + 500, fit, 3, 3 * MiB);  // from the marker on
+  b.siteActivity(1, 12 * kBucket, fit, 4, 4 * MiB);
+  b.siteActivity(1, 3 * kBucket, scratch, 1, 100);
+  b.siteActivity(1, 15 * kBucket, scratch, 3, 300);
+  b.alloc(1, scratch, 0x100, 100, 4 * kBucket);  // the leak: a row, and counted in site_timeline
+  auto rec = Recording::open(b.finish());
+  EXPECT_EQ(rec.info().allocation_rows, "leaks");
+  auto ph = phases(rec);
+  ASSERT_EQ(ph.size(), 2u);
+  ASSERT_EQ(ph[0].top_sites.size(), 2u);
+  EXPECT_EQ(ph[0].top_sites[0].stack_id, load);
+  EXPECT_EQ(ph[0].top_sites[0].count, 30);
+  EXPECT_EQ(ph[0].top_sites[0].bytes, 3000);
+  EXPECT_EQ(ph[0].top_sites[1].stack_id, scratch);
+  EXPECT_EQ(ph[0].top_sites[1].count, 2);  // one from siteActivity, one from alloc()
+  EXPECT_EQ(ph[0].top_sites[1].bytes, 200);
+  ASSERT_EQ(ph[1].top_sites.size(), 2u);
+  EXPECT_EQ(ph[1].top_sites[0].stack_id, fit);
+  EXPECT_EQ(ph[1].top_sites[0].count, 7);
+  EXPECT_EQ(ph[1].top_sites[0].bytes, 7 * MiB);
+  EXPECT_EQ(ph[1].top_sites[1].stack_id, scratch);
+  EXPECT_EQ(ph[1].top_sites[1].bytes, 300);
+}
+
+// A version 1 file has no site_timeline: phase top sites come from its allocation rows.
+TEST(AnalyzerPhases, VersionOneFileTakesPhaseSitesFromAllocationRows) {
+  RecordingBuilder b("version-one.db");
+  b.versionOne("1000000");
+  Curve c;
+  c.ramp(10 * MiB, 10);
+  c.ramp(0, 10);
+  b.process({.peak_heap_bytes = c.write(b)});
+  b.meta("duration_ns", std::to_string(20 * kBucket));
+  b.marker(1, 0, "a");
+  b.marker(1, 10 * kBucket, "b");
+  int64_t s = b.stack(1, {{"work", "w.c", 1}});
+  b.site({.stack = s, .alloc_count = 3, .alloc_bytes = 600});
+  b.alloc(1, s, 0x100, 100, 1 * kBucket, 5 * kBucket);
+  b.alloc(1, s, 0x200, 200, 11 * kBucket, 15 * kBucket);
+  b.alloc(1, s, 0x300, 300, 12 * kBucket, 18 * kBucket);
+  auto rec = Recording::open(b.finish());
+  EXPECT_EQ(rec.info().schema_version, 1);
+  EXPECT_EQ(rec.info().allocation_rows, "long_lived");
+  auto ph = phases(rec);
+  ASSERT_EQ(ph.size(), 2u);
+  ASSERT_EQ(ph[0].top_sites.size(), 1u);
+  EXPECT_EQ(ph[0].top_sites[0].bytes, 100);
+  ASSERT_EQ(ph[1].top_sites.size(), 1u);
+  EXPECT_EQ(ph[1].top_sites[0].count, 2);
+  EXPECT_EQ(ph[1].top_sites[0].bytes, 500);
+}
+
 TEST(AnalyzerPhases, EmptyTimelineHasNoPhases) {
   RecordingBuilder b("empty-timeline.db");
   b.process({});

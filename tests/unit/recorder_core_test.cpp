@@ -49,10 +49,20 @@ TEST_F(RecorderCore, LeaksAndTotalsPerSite) {
   EXPECT_EQ(query(site(1, "max_live_count")), 3);
   EXPECT_EQ(query(site(2, "leak_bytes", "new")), 50);
   EXPECT_EQ(query("SELECT count(*) FROM sites"), 2);
-  // Leaks are rows with no free; the freed block lived 3 ms >= the 1 ms fold threshold.
+  // By default only leaks are rows (no free); the freed block is in the site's totals only.
   EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE t_free IS NULL"), 3);
-  EXPECT_EQ(query("SELECT t_free FROM allocations WHERE address = 8192"), 5 * kMs);
+  EXPECT_EQ(query("SELECT count(*) FROM allocations"), 3);
+  EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE address = 8192"), 0);
   EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE op = 'new' AND kind = 'new'"), 1);
+  EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "leaks");
+  EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  // Per-site activity per 1 ms bucket: the freed block's allocation is still there, at 2 ms.
+  EXPECT_EQ(query("SELECT count(*) FROM site_timeline"), 4);
+  EXPECT_EQ(query("SELECT alloc_bytes FROM site_timeline WHERE stack_id = 1 AND t_ns = " +
+                  std::to_string(2 * kMs)), 100);
+  EXPECT_EQ(query("SELECT sum(allocs) FROM site_timeline WHERE stack_id = 1"), 3);
+  EXPECT_EQ(query("SELECT sum(alloc_bytes) FROM site_timeline WHERE stack_id = 1"), 320);
+  EXPECT_EQ(text("SELECT kind FROM site_timeline WHERE stack_id = 2"), "new");
   // Stacks: ips are interned per image, innermost first.
   EXPECT_EQ(query("SELECT count(*) FROM stacks"), 3);
   EXPECT_EQ(query("SELECT count(*) FROM ips"), 5);
@@ -125,6 +135,9 @@ TEST_F(RecorderCore, TemporariesArePerAllocatingThread) {
 }
 
 TEST_F(RecorderCore, ReallocChainsCountAtTheNewSite) {
+  RecordingOptions opt;
+  opt.fold_threshold_ns = kMs;  // --fold-ms 1: the realloc'ed blocks below get rows
+  open(opt);
   ImageRecorder& im = image();
   stacks(im);
   im.onRecord(alloc(1 * kMs, 0x1000, 16, kA));
@@ -177,6 +190,30 @@ TEST_F(RecorderCore, FoldingAndNoFold) {
     finish(10 * kMs);
     EXPECT_EQ(query("SELECT count(*) FROM allocations"), 0);
     EXPECT_EQ(query(site(1, "free_count")), 100);
+    // All 100 allocations fall in the first 1 ms bucket: one site_timeline row.
+    EXPECT_EQ(query("SELECT count(*) FROM site_timeline"), 1);
+    EXPECT_EQ(query("SELECT allocs FROM site_timeline WHERE t_ns = 0"), 100);
+    EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "leaks");
+    EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), INT64_MAX);
+  }
+  {
+    // --fold-ms 2: freed blocks that lived at least 2 ms are rows, shorter ones are not.
+    RecordingOptions opt;
+    opt.fold_threshold_ns = 2 * kMs;
+    open(opt);
+    ImageRecorder& im = image();
+    stacks(im);
+    im.onRecord(alloc(0, 0x1000, 8, kA));
+    im.onRecord(alloc(0, 0x2000, 16, kA));
+    im.onRecord(alloc(0, 0x3000, 32, kA));
+    im.onRecord(release(1 * kMs, 0x1000));
+    im.onRecord(release(2 * kMs, 0x2000));
+    finish(10 * kMs);
+    EXPECT_EQ(query("SELECT count(*) FROM allocations"), 2);
+    EXPECT_EQ(query("SELECT size FROM allocations WHERE t_free IS NOT NULL"), 16);
+    EXPECT_EQ(query("SELECT size FROM allocations WHERE t_free IS NULL"), 32);
+    EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "long_lived");
+    EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), 2 * kMs);
   }
   RecordingOptions opt;
   opt.fold = false;
@@ -190,6 +227,7 @@ TEST_F(RecorderCore, FoldingAndNoFold) {
   finish(10 * kMs);
   EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE t_free - t_alloc = 5"), 100);
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), 0);
+  EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "all");
 }
 
 TEST_F(RecorderCore, UnknownStackIsItsOwnSite) {
