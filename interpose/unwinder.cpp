@@ -307,7 +307,9 @@ __attribute__((noinline)) uint64_t slowRule(uint64_t key) {
       g_table.store(t, std::memory_order_release);
     }
   }
-  if (t && loadLibdw()) {
+  if (t && g_tableUsed >= kTableMaxUsed) {
+    rule = lookup(t, key);  // full: pcs without a rule go to unw_backtrace (and its own cache)
+  } else if (t && loadLibdw()) {
     rule = lookup(t, key);  // another thread may have just added it
     if (!rule) {
       rule = computeRule(key);
@@ -375,7 +377,7 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
   const Table* table = g_table.load(std::memory_order_acquire);
   uint32_t gen = g_codeGen.load(std::memory_order_acquire);
   if (t->truncated || t->gen != gen) t->n = 0;
-  Frame fresh[kTraceCap];
+  Frame* fresh = t->fresh;
   int j = 0;
   int r = static_cast<int>(t->n) - 1;  // candidate frame of the last trace, innermost first
   int keep = 0;                        // frames of the last trace kept (rev[0 .. keep))

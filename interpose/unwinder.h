@@ -51,6 +51,7 @@ struct Trace {
   uint32_t truncated;  // the walk stopped at kTraceCap, not at the outermost frame
   uint64_t gen;        // code generation it was walked in (unloaded code makes it stale)
   Frame rev[kTraceCap];
+  Frame fresh[kTraceCap];  // the walk in progress (here, not on the stack of a malloc call: 9 KiB)
 };
 
 struct Captured {
