@@ -25,7 +25,7 @@ inline void write(wire::RingHeader* h, uint64_t index, wire::RecordType type, wi
   r.aux = aux;
   r.tid = currentTid();
   r.reserved = 0;
-  r.ts = nowNs();
+  r.ts = stampNow();
   r.a = a;
   r.b = b;
   r.c = c;

@@ -27,6 +27,7 @@ __thread ThreadState t_state;
 std::atomic<wire::RingHeader*> g_active{nullptr};
 std::atomic<uint32_t> g_ringGen{1};
 std::atomic<int> g_bootState{0};
+bool g_clockTsc = false;
 
 namespace {
 
@@ -108,6 +109,23 @@ ssize_t readWhole(const char* path, char* buf, size_t cap) {
   return static_cast<ssize_t>(used);
 }
 
+// The TSC stamps records when it ticks at a constant rate through sleep states (CPUID's
+// invariant TSC) and the kernel trusts it as its clocksource (synchronised across CPUs).
+// MEMLEDGER_CLOCK=monotonic keeps clock_gettime.
+bool tscIsTheClock() {
+  const char* forced = getenv("MEMLEDGER_CLOCK");
+  if (forced && strcmp(forced, "monotonic") == 0) return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+  if (a < 0x80000007u) return false;
+  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+  if (!(d & (1u << 8))) return false;
+  char source[32];
+  ssize_t n = readWhole("/sys/devices/system/clocksource/clocksource0/current_clocksource", source,
+                        sizeof(source) - 1);
+  return n >= 3 && memcmp(source, "tsc", 3) == 0 && (n == 3 || source[3] == '\n');
+}
+
 void readSettings() {
   const char* dir = getenv(wire::kEnvDir);
   if (!dir || !*dir) return;
@@ -129,6 +147,7 @@ void readSettings() {
   }
   ssize_t n = syscall(SYS_readlink, "/proc/self/exe", g_exePath, sizeof(g_exePath) - 1);
   g_exePath[n > 0 ? n : 0] = '\0';
+  g_clockTsc = tscIsTheClock();
 }
 
 // Creates this image's ring in a memfd and hands it to the recorder. On success the ring
@@ -156,6 +175,7 @@ bool registerRing(bool forked) {
   h->version = wire::kWireVersion;
   h->capacity = g_capacity;
   h->pid = g_pid;
+  h->clock = g_clockTsc ? wire::kClockTsc : wire::kClockMonotonic;
   uint64_t now = nowNs();
   // A fresh heartbeat: a recorder that never maps the ring is detected 2 s into the first wait.
   h->heartbeat_ns.store(now, std::memory_order_release);

@@ -130,7 +130,9 @@ inline void leave() { t_state.busy = 0; }
 void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 int rawMunmap(void* addr, size_t len);
 uint32_t currentTid();
-uint64_t nowNs();
+uint64_t nowNs();        // CLOCK_MONOTONIC
+extern bool g_clockTsc;  // records are stamped with the TSC (wire.h RingClock)
+inline uint64_t stampNow() { return g_clockTsc ? __builtin_ia32_rdtsc() : nowNs(); }
 void writeStderr(const char* msg);  // one line, write(2), no stdio
 
 // A small bump heap for allocations made while the real allocator is not resolved yet (dlsym

@@ -3,6 +3,7 @@
 // version loudly ("invalid ring: ..."); it never trusts a count from shared memory to index its
 // own buffers without a bound check.
 #include "recorder/ring_reader.h"
+#include "recorder/tsc_clock.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -166,6 +167,10 @@ std::unique_ptr<RingReader> RingReader::map(Registration reg, std::string* error
   r->base_ = base;
   r->bytes_ = bytes;
   r->header_ = header;
+  if (header->clock != wire::kClockMonotonic && header->clock != wire::kClockTsc) {
+    return fail("unknown clock in the ring header");
+  }
+  r->tsc_ = header->clock == wire::kClockTsc;
   r->records_ = wire::ringRecords(base);
   r->mask_ = cap - 1;
   r->scratch_.reset(new uint64_t[kScratchWords]);
@@ -191,7 +196,7 @@ size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
   d.kind = head.kind;
   d.aux = head.aux;
   d.tid = head.tid;
-  d.ts = head.ts;
+  d.ts = tsc_ ? TscClock::instance().toNs(head.ts) : head.ts;
   d.a = head.a;
   d.b = head.b;
   d.c = head.c;
@@ -226,6 +231,7 @@ size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
 }
 
 size_t RingReader::drain(RecordSink& sink, size_t max) {
+  if (tsc_) TscClock::instance().refresh();  // after every record published so far was written
   uint64_t tail = header_->tail.load(std::memory_order_relaxed);
   uint64_t start = tail;
   uint64_t published = tail;
@@ -243,6 +249,7 @@ size_t RingReader::drain(RecordSink& sink, size_t max) {
 }
 
 size_t RingReader::drainFinal(RecordSink& sink) {
+  if (tsc_) TscClock::instance().refresh();
   uint64_t tail = header_->tail.load(std::memory_order_relaxed);
   uint64_t start = tail;
   uint64_t head = header_->head.load(std::memory_order_acquire);

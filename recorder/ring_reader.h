@@ -20,7 +20,7 @@ struct Decoded {
   wire::AllocKind kind;
   uint16_t aux;
   uint32_t tid;
-  uint64_t ts;  // CLOCK_MONOTONIC ns, as written
+  uint64_t ts;  // CLOCK_MONOTONIC ns (TSC stamps already converted)
   uint64_t a, b, c;
   std::span<const uint64_t> frames;  // Stack: return addresses, innermost first (hook frames removed)
   std::string_view text;             // Module: path; Marker: name
@@ -85,6 +85,7 @@ class RingReader {
   wire::RingHeader* header_ = nullptr;
   wire::Record* records_ = nullptr;
   uint32_t mask_ = 0;
+  bool tsc_ = false;  // records carry TSC stamps (wire.h RingClock)
   std::unique_ptr<uint64_t[]> scratch_;  // assembled frames / text of the record being decoded
   size_t decodeAt(uint64_t index, RecordSink& sink, bool final);
 };

@@ -25,6 +25,7 @@
 #include "recording.h"
 #include "ring_reader.h"
 #include "symbolize_driver.h"
+#include "tsc_clock.h"
 
 namespace memledger::recorder {
 namespace {
@@ -397,6 +398,7 @@ int runSession(const SessionOptions& optIn) {
   db->setMeta("complete", "0");
   db->commit();
 
+  TscClock::instance();  // its first (tsc, ns) pair before the program writes any record
   pid_t child = spawnProgram(opt.programPath,
                              opt.argv, programEnvironment(opt.preload, dir, opt.followChildren));
   if (child < 0) {

@@ -86,7 +86,9 @@ TEST_P(UnwindShapes, EveryStackEqualsLibunwindsAndTheLeaksAreExact) {
   int64_t deepBytes = 0;
   for (const auto& s : sitesWith(sites, "deep")) {
     deepBytes += s["bytes"].get<int64_t>();
-    if (s["bytes"] == 4000) EXPECT_EQ(s["stack"].size(), 128u) << "150 levels, cut at a record's 128 frames";
+    if (s["bytes"] == 4000) {
+      EXPECT_EQ(s["stack"].size(), 128u) << "150 levels, cut at a record's 128 frames";
+    }
   }
   EXPECT_EQ(deepBytes, 9000) << describeSites(sites);
 
