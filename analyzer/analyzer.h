@@ -337,5 +337,10 @@ nlohmann::json toJson(const Fragmentation& fragmentation);
 nlohmann::json toJson(const std::vector<Suggestion>& suggestions);
 nlohmann::json toJson(const RecordingInfo& info);
 nlohmann::json toJson(const Report& report);
+// The text of a JSON document. Strings from a recording (paths, command lines, symbols) are not
+// always UTF-8: invalid bytes become U+FFFD instead of an exception (found by fuzzing).
+inline std::string jsonText(const nlohmann::json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace memledger::analyzer

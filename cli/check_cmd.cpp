@@ -95,7 +95,7 @@ int writeReports(const Options& o, const std::vector<Checked>& checks, bool perP
   if (!o.sarif.empty()) {
     std::vector<an::SarifInput> in;
     for (const auto& c : checks) in.push_back({c.name, &c.result});
-    if (!writeFile(o.sarif, an::sarifLog(in, o.sarifRoot, MEMLEDGER_VERSION).dump(2) + "\n")) return 2;
+    if (!writeFile(o.sarif, an::jsonText(an::sarifLog(in, o.sarifRoot, MEMLEDGER_VERSION), 2) + "\n")) return 2;
   }
   return 0;
 }

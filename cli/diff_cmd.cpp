@@ -30,7 +30,7 @@ int cmdDiff(int argc, char** argv) {
     an::Recording rb = an::Recording::open(b);
     an::DiffResult d = an::diff(ra, rb);
     if (json)
-      std::puts(an::toJson(d).dump(2).c_str());
+      std::puts(an::jsonText(an::toJson(d), 2).c_str());
     else
       std::fputs(an::formatDiff(d, top).c_str(), stdout);
     return 0;

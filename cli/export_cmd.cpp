@@ -52,11 +52,11 @@ int cmdExport(int argc, char** argv) {
     if (format == "folded")
       data = an::exportFolded(rec, *metric);
     else if (format == "chrome-trace")
-      data = an::exportChromeTrace(rec).dump() + "\n";
+      data = an::jsonText(an::exportChromeTrace(rec)) + "\n";
     else if (format == "pprof")
       data = an::exportPprof(rec);
     else
-      data = an::toJson(an::report(rec)).dump(2) + "\n";
+      data = an::jsonText(an::toJson(an::report(rec)), 2) + "\n";
   } catch (const std::exception& e) {
     return recordingErrorExit(e);
   }

@@ -78,7 +78,7 @@ int parseArgs(const std::string& name, const std::string& description, int argc,
 
 void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
-void printJson(const nlohmann::json& j) { print(j.dump(2) + "\n"); }
+void printJson(const nlohmann::json& j) { print(an::jsonText(j, 2) + "\n"); }
 
 // Runs `body` and turns a recording that cannot be read into its one-line message and exit 2.
 template <typename F>

@@ -43,7 +43,7 @@ bool writeScratch(const uint8_t* data, size_t size) {
 // Everything a front end reads from an opened recording.
 void readEverything(const an::Recording& rec) {
   an::Report report = an::report(rec);
-  std::string text = an::toJson(report).dump();
+  std::string text = an::jsonText(an::toJson(report));
   for (const auto& site : an::sites(rec)) {
     text += an::stackKey(site.stack);
     for (const auto& frame : site.stack) text += an::frameText(frame);
@@ -52,8 +52,8 @@ void readEverything(const an::Recording& rec) {
   narrow.t_from_ns = 0;
   narrow.t_to_ns = report.recording.duration_ns / 2;
   narrow.top = 3;
-  text += an::toJson(an::leaks(rec, narrow)).dump();
-  text += an::toJson(an::phases(rec, narrow)).dump();
+  text += an::jsonText(an::toJson(an::leaks(rec, narrow)));
+  text += an::jsonText(an::toJson(an::phases(rec, narrow)));
   for (const auto& point : an::timeline(rec)) text += std::to_string(point.heap_bytes);
   for (const auto& p : report.processes) {
     an::HeapLayout layout = an::heapLayout(rec, p.image_id, 0, UINT64_MAX, report.peak.time_ns);

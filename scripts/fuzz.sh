@@ -9,6 +9,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 root="$PWD"
+# Exit 77 (ctest's skip code in tests/CMakeLists.txt) when this machine cannot build a libFuzzer
+# target: scripts/deps.sh installs clang and libclang-rt; without them there is nothing to run.
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz.sh: skipped: no clang++ (scripts/deps.sh installs it)" >&2
+  exit 77
+fi
+probe="$(mktemp -d)"
+printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' > "$probe/p.cpp"
+linked=0
+clang++ -fsanitize=fuzzer,address,undefined "$probe/p.cpp" -o "$probe/p" 2>/dev/null && linked=1
+rm -rf "$probe"
+if ((!linked)); then
+  echo "fuzz.sh: skipped: clang++ cannot link a libFuzzer target (libclang-rt-*-dev missing?)" >&2
+  exit 77
+fi
 build="$root/build-fuzz"
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 
@@ -51,5 +66,5 @@ fi
 
 cd "$build"
 export TMPDIR="$build"  # the target's scratch file
-exec ./bin/recording_reader_fuzz -max_total_time="$seconds" -max_len=1048576 -timeout=20 \
+exec ./bin/recording_reader_fuzz -error_exitcode=1 -max_total_time="$seconds" -max_len=1048576 -timeout=20 \
   -rss_limit_mb=4096 -print_final_stats=1 "$corpus"

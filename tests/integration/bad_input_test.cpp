@@ -157,3 +157,20 @@ TEST(BadInput, ReportOnATruncatedRecordingExits2) {
   EXPECT_TRUE(oneLine(r.err));
   EXPECT_EQ(r.out, "");
 }
+
+// A command line that is not UTF-8 (any bytes are a valid argv) is recorded as it is; the JSON
+// report and the exports still come out, with U+FFFD for the bytes JSON cannot carry. (Found by
+// the fuzz target: the JSON writer threw, and `report --json` exited 2 on a good recording.)
+TEST(BadInput, CommandLineThatIsNotUtf8StillGivesJson) {
+  Recorded rec = record("/bin/sh", {"-c", "exit 0", std::string("\xff\xfe-arg", 6)});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db);
+  ASSERT_FALSE(report["processes"].empty());
+  std::string command = report["processes"][0]["command"].get<std::string>();
+  EXPECT_NE(command.find("\xEF\xBF\xBD\xEF\xBF\xBD-arg"), std::string::npos) << command;
+  for (const char* format : {"json", "chrome-trace"}) {
+    RunResult r = run({memledgerBinary(), "export", rec.db, "--format", format});
+    EXPECT_EQ(r.status, 0) << format << ": " << r.err;
+    EXPECT_TRUE(json::accept(r.out)) << format;
+  }
+}
