@@ -45,8 +45,8 @@ std::string columnText(sqlite3_stmt* s, int col) {
 // Builds the profile's tables, interning strings, functions, mappings and locations once each.
 class ProfileBuilder {
  public:
-  explicit ProfileBuilder(sqlite3* db)
-      : stack_(db, "SELECT ips FROM stacks WHERE id = ?1"),
+  ProfileBuilder(sqlite3* db, const RecordingInfo& info)
+      : stackIps_(db, info),
         ip_(db, "SELECT address, module_id FROM ips WHERE id = ?1"),
         frames_(db, "SELECT function, file, line FROM frames WHERE ip_id = ?1 ORDER BY depth"),
         module_(db, "SELECT path, build_id, start, end FROM modules WHERE id = ?1") {
@@ -64,11 +64,7 @@ class ProfileBuilder {
     auto cached = stacks_.find(stackId);
     if (cached != stacks_.end()) return cached->second;
     std::vector<uint64_t> out;
-    sqlite3_stmt* s = stack_.reset(stackId);
-    if (sqlite3_step(s) == SQLITE_ROW) {
-      for (uint32_t ipId : detail::decodeIpIds(sqlite3_column_blob(s, 0), sqlite3_column_bytes(s, 0)))
-        out.push_back(location(ipId));
-    }
+    for (uint32_t ipId : stackIps_.of(stackId)) out.push_back(location(ipId));
     stacks_[stackId] = out;
     return out;
   }
@@ -136,7 +132,8 @@ class ProfileBuilder {
     return id;
   }
 
-  Stmt stack_, ip_, frames_, module_;
+  detail::StackIps stackIps_;
+  Stmt ip_, frames_, module_;
   std::unordered_map<std::string, int64_t> strings_;
   std::unordered_map<int64_t, std::vector<uint64_t>> stacks_;
   std::unordered_map<int64_t, uint64_t> locations_;
@@ -147,7 +144,7 @@ class ProfileBuilder {
 }  // namespace
 
 std::string exportPprof(const Recording& rec) {
-  ProfileBuilder b(rec.db());
+  ProfileBuilder b(rec.db(), rec.info());
   pp::Profile& p = b.profile;
   for (auto [type, unit] : {std::pair{"alloc_objects", "count"}, {"alloc_space", "bytes"},
                             {"inuse_objects", "count"}, {"inuse_space", "bytes"}}) {

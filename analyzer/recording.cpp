@@ -75,12 +75,12 @@ struct Recording::Impl {
   std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
   mutable std::unordered_map<int64_t, Stack> stacks;
   mutable std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
-  mutable sqlite3_stmt* stackStmt = nullptr;
+  mutable std::unique_ptr<detail::StackIps> stackIps;
   mutable sqlite3_stmt* ipStmt = nullptr;
   mutable sqlite3_stmt* framesStmt = nullptr;
 
   ~Impl() {
-    sqlite3_finalize(stackStmt);
+    stackIps.reset();  // before the database closes
     sqlite3_finalize(ipStmt);
     sqlite3_finalize(framesStmt);
     if (db) sqlite3_close(db);
@@ -276,17 +276,9 @@ const Stack& Recording::stack(int64_t stack_id) const {
   Stack frames;
   const std::string& path = impl_->info.path;
 
-  prepare(*this, impl_->stackStmt, "SELECT ips FROM stacks WHERE id = ?");
-  sqlite3_bind_int64(impl_->stackStmt, 1, stack_id);
-  std::vector<uint32_t> ipIds;
-  int rc = sqlite3_step(impl_->stackStmt);
-  if (rc == SQLITE_ROW) {
-    ipIds = detail::decodeIpIds(sqlite3_column_blob(impl_->stackStmt, 0),
-                                sqlite3_column_bytes(impl_->stackStmt, 0));
-  } else if (rc != SQLITE_DONE) {
-    throwFor(rc, path);
-  }
-  sqlite3_reset(impl_->stackStmt);
+  if (!impl_->stackIps) impl_->stackIps = std::make_unique<detail::StackIps>(impl_->db, impl_->info);
+  std::vector<uint32_t> ipIds = impl_->stackIps->of(stack_id);
+  int rc = SQLITE_OK;
 
   for (uint32_t ipId : ipIds) {
     auto cached = impl_->ipFrames.find(ipId);
@@ -340,6 +332,51 @@ namespace detail {
 
 [[noreturn]] void throwCorrupt(const std::string& path) {
   throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
+
+StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : path_(info.path) {
+  const char* sql = info.schema_version >= 2 ? "SELECT ips, parent_id FROM stacks WHERE id = ?"
+                                             : "SELECT ips, NULL FROM stacks WHERE id = ?";
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    throwFor(rc, path_);
+  }
+}
+
+StackIps::~StackIps() { sqlite3_finalize(stmt_); }
+
+std::vector<uint32_t> StackIps::of(int64_t stack_id) {
+  // Far deeper than any captured stack; a longer chain is a cycle in a damaged file.
+  constexpr size_t kMaxFrames = 1 << 16;
+  std::vector<uint32_t> out;
+  size_t hops = 0;  // rows with empty ips make no frames: count rows too
+  for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
+    auto it = nodes_.find(id);
+    if (it == nodes_.end()) {
+      Node n{0, arena_.size(), 0};
+      sqlite3_bind_int64(stmt_, 1, id);
+      int rc = sqlite3_step(stmt_);
+      if (rc == SQLITE_ROW) {
+        std::vector<uint32_t> own = decodeIpIds(sqlite3_column_blob(stmt_, 0), sqlite3_column_bytes(stmt_, 0));
+        arena_.insert(arena_.end(), own.begin(), own.end());
+        n.count = own.size();
+        if (sqlite3_column_type(stmt_, 1) != SQLITE_NULL) n.parent = sqlite3_column_int64(stmt_, 1);
+      } else if (rc != SQLITE_DONE) {
+        sqlite3_reset(stmt_);
+        throwFor(rc, path_);
+      }
+      sqlite3_reset(stmt_);
+      it = nodes_.emplace(id, n).first;
+    }
+    const Node& n = it->second;
+    out.insert(out.end(), arena_.begin() + static_cast<std::ptrdiff_t>(n.off),
+               arena_.begin() + static_cast<std::ptrdiff_t>(n.off + n.count));
+    id = n.parent == id ? 0 : n.parent;
+  }
+  if (out.size() > kMaxFrames) out.resize(kMaxFrames);
+  return out;
 }
 
 Statement::Statement(const Recording& rec, const char* sql) : rec_(rec) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analyzer/analyzer.h"
@@ -25,6 +26,29 @@ inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
 }
 
 [[noreturn]] void throwCorrupt(const std::string& path);
+
+// The whole ip id list of a stack, innermost first: its own stacks.ips, then its parent's, and so
+// on (schema 2 stores stacks as a tree; version 1 rows are whole stacks). Nodes read once are
+// kept, so stacks that share outer frames read each shared node once. A damaged chain (a cycle,
+// a missing parent) ends the stack where it breaks. Throws RecordingError on SQLite errors.
+class StackIps {
+ public:
+  StackIps(sqlite3* db, const RecordingInfo& info);
+  ~StackIps();
+  StackIps(const StackIps&) = delete;
+  StackIps& operator=(const StackIps&) = delete;
+  std::vector<uint32_t> of(int64_t stack_id);
+
+ private:
+  struct Node {
+    int64_t parent;
+    size_t off, count;
+  };
+  std::string path_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::unordered_map<int64_t, Node> nodes_;
+  std::vector<uint32_t> arena_;
+};
 
 class Statement {
  public:

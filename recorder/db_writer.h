@@ -89,7 +89,8 @@ class DbWriter {
                     uint64_t start, uint64_t end, uint64_t load_ns);
   void setModuleUnload(int64_t id, uint64_t unload_ns);
   void insertIp(int64_t id, int64_t image, uint64_t address);
-  void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n);
+  // parent 0: none (ips is the whole stack).
+  void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent = 0);
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
   void insertTimeline(const TimelineRow& row);

@@ -142,6 +142,8 @@ class ImageRecorder final : public RecordSink {
   ThreadState& thread(uint32_t tid);
   uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind);
   uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n);
+  // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_.
+  int64_t addToStackTree(const uint64_t* frames, size_t n);
   uint32_t ipId(uint64_t address);
   void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
   void bucketAt(uint64_t t);
@@ -173,7 +175,25 @@ class ImageRecorder final : public RecordSink {
   std::vector<StackInfo> stacks_;
   std::vector<uint64_t> frameArena_;
   FlatMap<uint32_t> ipByAddress_;
-  std::vector<uint32_t> scratchIps_;
+  // The stack tree in memory, one node per distinct frame path from the outermost frame; `row`
+  // is the stacks.id of the row whose whole stack is exactly this path (0: none yet).
+  struct TreeNode {
+    uint32_t parent, ip;
+    int64_t row;
+    uint32_t stack;  // 1 + index in stacks_ of the stack that is exactly this path, 0: none
+  };
+  static uint64_t mixHash(uint64_t x) {  // splitmix64's finalizer
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  }
+  std::vector<TreeNode> treeNodes_;
+  // Hash of a path's frame addresses, outermost first (64 bits: a collision among millions of
+  // paths is ~1e-7 likely) -> node index in treeNodes_.
+  FlatMap<uint32_t> pathNodes_;
+  uint32_t leafNode_ = 0;  // the node addToStackTree() ended at
+  std::vector<uint32_t> scratchIps_, scratchShared_;
+  std::vector<uint64_t> scratchHashes_;
   std::vector<Site> sites_;
 
   FlatMap<LiveBlock> heap_;    // malloc/new family

@@ -1,14 +1,18 @@
 -- memledger recording schema.
 -- The version is PRAGMA user_version; readers refuse a file whose version is newer than theirs.
 -- Compatibility policy: a new version may add tables and columns (readers of an older version
--- ignore them); it never changes the meaning of an existing column. Times are nanoseconds since
--- the recording started (meta 'start_monotonic_ns' is that origin on CLOCK_MONOTONIC).
+-- ignore them); it never changes the meaning of an existing column without raising the version
+-- so that older readers refuse the file (version 2 narrowed stacks.ips to a row's own frames).
+-- Times are nanoseconds since the recording started (meta 'start_monotonic_ns' is that origin
+-- on CLOCK_MONOTONIC).
 -- The recorder writes everything below; the analyzer and GUI open the file read-only.
 -- Version 2 (this file): by default `allocations` holds only the blocks live at the end of their
--- process (meta allocation_rows = 'leaks'); per-site activity over time is in `site_timeline`.
--- A version-1 reader would silently take the missing rows for "no allocations", so the version
--- went up: old readers refuse these files. Readers of version 2 still read version 1 files (no
--- site_timeline: phase top sites come from the allocation rows there).
+-- process (meta allocation_rows = 'leaks'); per-site activity over time is in `site_timeline`;
+-- `stacks` is a tree (stacks.parent_id: a row's ips are only its own innermost frames). A
+-- version 1 reader would silently take the missing rows for "no allocations" and a node for a
+-- whole stack, so the version went up and old readers refuse these files. Readers of version 2
+-- still read version 1 files (no site_timeline: phase top sites come from the allocation rows;
+-- no parent_id: ips is the whole stack).
 PRAGMA user_version = 2;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
@@ -83,12 +87,18 @@ CREATE TABLE frames (
   PRIMARY KEY (ip_id, depth)
 ) WITHOUT ROWID;
 
--- Distinct call stacks. ips: little-endian uint32 ip ids, innermost first, the allocator's and
--- the hook's own frames already removed.
+-- Distinct call stacks, as a tree that shares outer frames: a stack's frames are its own `ips`
+-- (little-endian uint32 ip ids, innermost first, the allocator's and the hook's own frames
+-- already removed) followed by all frames of stack `parent_id`. The recorder writes a new stack
+-- as its frames below the deepest path it shares with earlier stacks, with that path's row as
+-- parent (a row written for the shared path when none ended there: rows no site names are such
+-- paths). An empty stack is a row with empty ips and no parent. Version 1 files have no
+-- parent_id: there ips is the whole stack.
 CREATE TABLE stacks (
   id         INTEGER PRIMARY KEY,
   image_id   INTEGER NOT NULL,
-  ips        BLOB NOT NULL
+  ips        BLOB NOT NULL,
+  parent_id  INTEGER                  -- version 2; NULL: ips is the whole stack
 );
 
 -- Per-site aggregates (a site is a stack and a kind), exact for the whole run.

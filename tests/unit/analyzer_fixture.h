@@ -150,7 +150,8 @@ class RecordingBuilder {
       }
     }
     int64_t id = ++stacks_;
-    exec("INSERT INTO stacks VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + blob + "')");
+    exec("INSERT INTO stacks (id, image_id, ips) VALUES (" + std::to_string(id) + "," + std::to_string(image) +
+         ",X'" + blob + "')");
     return id;
   }
   // A stack whose ip has no frames rows at all (not symbolized).
@@ -161,7 +162,8 @@ class RecordingBuilder {
     std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", unsigned(ip & 0xff), unsigned((ip >> 8) & 0xff),
                   unsigned((ip >> 16) & 0xff), unsigned((ip >> 24) & 0xff));
     int64_t id = ++stacks_;
-    exec("INSERT INTO stacks VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + hex + "')");
+    exec("INSERT INTO stacks (id, image_id, ips) VALUES (" + std::to_string(id) + "," + std::to_string(image) +
+         ",X'" + hex + "')");
     return id;
   }
 

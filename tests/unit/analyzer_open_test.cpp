@@ -126,6 +126,31 @@ TEST(AnalyzerOpen, NewerSchemaVersion) {
   EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 3 > 2)");
 }
 
+// Schema 2 stores stacks as a tree: a row's own ips, then its parent's whole stack.
+TEST(AnalyzerOpen, StackTreeDecodesInnermostFirstAndSurvivesACycle) {
+  RecordingBuilder b("stack-tree.db");
+  b.process({});
+  b.exec("INSERT INTO ips VALUES (901, 1, 4096, NULL), (902, 1, 8192, NULL), (903, 1, 12288, NULL)");
+  b.exec("INSERT INTO frames VALUES (901, 0, 'leaf', 'a.c', 1), (902, 0, 'middle', 'a.c', 2), "
+         "(903, 0, 'main', 'a.c', 3)");
+  b.exec("INSERT INTO stacks VALUES (10, 1, X'87030000', NULL), (11, 1, X'86030000', 10), "
+         "(12, 1, X'85030000', 11), (13, 1, X'8503000086030000', 10), "
+         "(20, 1, X'85030000', 21), (21, 1, X'86030000', 20), (30, 1, X'', 31), (31, 1, X'', 30)");
+  auto rec = Recording::open(b.finish());
+  const Stack& s = rec.stack(12);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].function, "leaf");
+  EXPECT_EQ(s[1].function, "middle");
+  EXPECT_EQ(s[2].function, "main");
+  const Stack& multi = rec.stack(13);  // several own ips, then the parent
+  ASSERT_EQ(multi.size(), 3u);
+  EXPECT_EQ(multi[2].function, "main");
+  // A damaged file whose parents form a cycle ends the stack instead of looping forever.
+  EXPECT_FALSE(rec.stack(20).empty());
+  EXPECT_LE(rec.stack(20).size(), size_t{1} << 16);
+  EXPECT_TRUE(rec.stack(30).empty());  // a cycle of rows without frames ends too
+}
+
 TEST(AnalyzerOpen, MetaWithoutTheOtherTablesIsCorrupt) {
   std::string path = tempPath("half.db");
   std::filesystem::remove(path);

@@ -19,9 +19,12 @@ class RecorderCore : public RecordingFixture {
     im.onRecord(stack(kB, kFramesB));
     im.onRecord(stack(kC, kFramesC));
   }
+  // stacks.id of kA, kB, kC (ordinal 1, 2, 3). Stacks are a tree of rows: kA is row 1 (its three
+  // ips); kB shares 0x402000 <- 0x403000 with it, which gets row 2, and kB is row 3 (0x401100,
+  // parent 2); kC shares 0x403000, row 4, and is row 5 (0x401200, parent 4).
+  static int64_t stackId(uint64_t ordinal) { return 2 * static_cast<int64_t>(ordinal) - 1; }
   std::string site(uint64_t stackOrdinal, const char* col, const char* kind = "malloc") {
-    // stacks get ids 1, 2, 3 in the order kA, kB, kC were interned
-    return "SELECT " + std::string(col) + " FROM sites WHERE stack_id = " + std::to_string(stackOrdinal) +
+    return "SELECT " + std::string(col) + " FROM sites WHERE stack_id = " + std::to_string(stackId(stackOrdinal)) +
            " AND kind = '" + kind + "'";
   }
 };
@@ -62,13 +65,24 @@ TEST_F(RecorderCore, LeaksAndTotalsPerSite) {
                   std::to_string(2 * kMs)), 100);
   EXPECT_EQ(query("SELECT sum(allocs) FROM site_timeline WHERE stack_id = 1"), 3);
   EXPECT_EQ(query("SELECT sum(alloc_bytes) FROM site_timeline WHERE stack_id = 1"), 320);
-  EXPECT_EQ(text("SELECT kind FROM site_timeline WHERE stack_id = 2"), "new");
-  // Stacks: ips are interned per image, innermost first.
-  EXPECT_EQ(query("SELECT count(*) FROM stacks"), 3);
+  EXPECT_EQ(text("SELECT kind FROM site_timeline WHERE stack_id = 3"), "new");
+  // Stacks: ips are interned per image, innermost first; the stacks share outer frames as a tree.
+  EXPECT_EQ(query("SELECT count(*) FROM stacks"), 5);
   EXPECT_EQ(query("SELECT count(*) FROM ips"), 5);
-  EXPECT_EQ(query("SELECT length(ips) FROM stacks WHERE id = 1"), 12);
   EXPECT_EQ(text("SELECT hex(ips) FROM stacks WHERE id = 1"), "010000000200000003000000");
-  EXPECT_EQ(text("SELECT hex(ips) FROM stacks WHERE id = 2"), "040000000200000003000000");
+  EXPECT_EQ(query("SELECT count(*) FROM stacks WHERE parent_id IS NULL"), 3);  // 1, 2 and 4
+  EXPECT_EQ(query("SELECT parent_id FROM stacks WHERE id = 3"), 2);
+  EXPECT_EQ(query("SELECT parent_id FROM stacks WHERE id = 5"), 4);
+  // A whole stack: the row's ips, then its parent's whole stack.
+  auto chain = [&](int64_t id) {
+    return text("WITH RECURSIVE c(id, parent, ips, depth) AS (SELECT id, parent_id, ips, 0 FROM stacks "
+                "WHERE id = " + std::to_string(id) + " UNION ALL SELECT s.id, s.parent_id, s.ips, c.depth + 1 "
+                "FROM stacks s JOIN c ON s.id = c.parent) SELECT group_concat(hex(ips), '') FROM "
+                "(SELECT ips FROM c ORDER BY depth)");
+  };
+  EXPECT_EQ(chain(stackId(1)), "010000000200000003000000");
+  EXPECT_EQ(chain(stackId(2)), "040000000200000003000000");
+  EXPECT_EQ(chain(stackId(3)), "0500000003000000");
   EXPECT_EQ(query("SELECT address FROM ips WHERE id = 1"), 0x401000);
   EXPECT_EQ(query("SELECT end_ns FROM processes WHERE id = 1"), 10 * kMs);
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'duration_ns'"), 10 * kMs);
@@ -228,6 +242,30 @@ TEST_F(RecorderCore, FoldingAndNoFold) {
   EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE t_free - t_alloc = 5"), 100);
   EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), 0);
   EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "all");
+}
+
+// A stack that is exactly the outer part of earlier ones is the row of that shared path; the same
+// frames under another hash are the same stack (one site per stack and kind).
+TEST_F(RecorderCore, StackTreeSharesPathsAndMergesEqualStacks) {
+  ImageRecorder& im = image();
+  stacks(im);
+  const std::vector<uint64_t> outer = {0x402000, 0x403000};  // kA and kB share it: row 2
+  const std::vector<uint64_t> deep = {0x409000, 0x408000, 0x401000, 0x402000, 0x403000};
+  im.onRecord(stack(0xd1, outer));
+  im.onRecord(stack(0xd2, deep));     // below kA: one row of two frames, parent kA's row
+  im.onRecord(stack(0xd3, kFramesA));  // kA again under another hash
+  im.onRecord(alloc(1 * kMs, 0x1000, 10, 0xd1));
+  im.onRecord(alloc(1 * kMs, 0x2000, 20, 0xd2));
+  im.onRecord(alloc(1 * kMs, 0x3000, 30, 0xd3));
+  im.onRecord(alloc(1 * kMs, 0x4000, 40, kA));
+  finish(2 * kMs);
+  EXPECT_EQ(query("SELECT count(*) FROM stacks"), 6);
+  EXPECT_EQ(query("SELECT leak_bytes FROM sites WHERE stack_id = 2"), 10);
+  EXPECT_EQ(query("SELECT parent_id FROM stacks WHERE id = 6"), 1);
+  EXPECT_EQ(query("SELECT length(ips) FROM stacks WHERE id = 6"), 8);
+  EXPECT_EQ(query("SELECT leak_bytes FROM sites WHERE stack_id = 6"), 20);
+  EXPECT_EQ(query("SELECT leak_bytes FROM sites WHERE stack_id = 1"), 70);  // 0xd3 and kA
+  EXPECT_EQ(query("SELECT count(*) FROM sites"), 3);
 }
 
 TEST_F(RecorderCore, UnknownStackIsItsOwnSite) {
