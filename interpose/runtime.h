@@ -77,8 +77,11 @@ extern Reals R;
 // real function untracked: the ring it interrupted is never touched twice from one thread (no
 // torn record, no reservation the interrupted writer could be made to wait behind), at the
 // price of not recording the handler's allocation (a later free of it is an unknown free to the
-// recorder). A handler that interrupts code outside any hook records normally with its own slots.
-// A handler that longjmps out of a hook leaves the guard set: that thread stops recording.
+// recorder). To the program that handler re-entered malloc/free, which are not
+// async-signal-safe: undefined behaviour that this keeps harmless. A handler that interrupts code
+// outside any hook records normally with its own slots and its own stack walk (the per-thread
+// trace cache is only used under the guard). A handler that longjmps out of a hook leaves the
+// guard set: that thread stops recording. (tests/integration/reliability_signals_test.cpp)
 //
 // vfork: a vfork child shares the parent's memory and TLS until exec; whatever it allocates
 // (nothing, if it follows POSIX) is recorded as the parent's. Its _exit after a failed exec

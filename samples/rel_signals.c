@@ -4,6 +4,9 @@
  *                             time, while main mallocs and frees in a loop; the program's own
  *                             handler leaks one 40-byte block per signal (handler_leak).
  *                             Prints "usr1 handled N", exits 0 (3 when a signal got lost).
+ *   rel_signals usr1safe N    the same, but main blocks SIGUSR1 around its malloc/free calls (as
+ *                             a program must when its handler allocates: malloc is not
+ *                             async-signal-safe), so every handler runs outside the allocator.
  *   rel_signals segv SIZE     leaks 3 blocks of SIZE (doomed_leak), prints "about to die", and
  *   rel_signals abort SIZE    dies of SIGSEGV (null write) / SIGABRT (abort()) / SIGKILL (kill -9
  *   rel_signals kill9 SIZE    of itself).
@@ -65,7 +68,7 @@ static void* sender_main(void* arg) {
   return NULL;
 }
 
-static int run_usr1(int n) {
+static int run_usr1(int n, int safe) {
   if (n < 0 || n > 100000) return 64;
   g_wanted = n;
   g_main_thread = pthread_self();
@@ -77,10 +80,15 @@ static int run_usr1(int n) {
   sigaction(SIGUSR1, &sa, NULL);
   pthread_t sender;
   if (pthread_create(&sender, NULL, sender_main, NULL) != 0) return 65;
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
   while (atomic_load(&g_handled) < n) {
+    if (safe) pthread_sigmask(SIG_BLOCK, &usr1, NULL);
     char* p = malloc(64);
     p[0] = 1;
     free(p);
+    if (safe) pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);  /* a pending SIGUSR1 runs here */
   }
   pthread_join(sender, NULL);
   printf("usr1 handled %d\n", atomic_load(&g_handled));
@@ -150,7 +158,8 @@ static int run_sigint(size_t size) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 3 && strcmp(argv[1], "usr1") == 0) return run_usr1(atoi(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "usr1") == 0) return run_usr1(atoi(argv[2]), 0);
+  if (argc == 3 && strcmp(argv[1], "usr1safe") == 0) return run_usr1(atoi(argv[2]), 1);
   if (argc == 3 && (strcmp(argv[1], "segv") == 0 || strcmp(argv[1], "abort") == 0 ||
                     strcmp(argv[1], "kill9") == 0)) {
     doomed_leak((size_t)atol(argv[2]));
@@ -158,6 +167,6 @@ int main(int argc, char** argv) {
     return 66;
   }
   if (argc == 3 && strcmp(argv[1], "sigint") == 0) return run_sigint((size_t)atol(argv[2]));
-  fprintf(stderr, "usage: rel_signals usr1 N | segv SIZE | abort SIZE | kill9 SIZE | sigint SIZE\n");
+  fprintf(stderr, "usage: rel_signals usr1 N | usr1safe N | segv SIZE | abort SIZE | kill9 SIZE | sigint SIZE\n");
   return 64;
 }
