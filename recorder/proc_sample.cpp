@@ -66,12 +66,15 @@ bool readRss(uint32_t pid, uint64_t* bytes) {
   return true;
 }
 
+// RssAnon of /proc/PID/status comes from the kernel's per-mm counters: reading it costs the same
+// for any process size. smaps_rollup's "Anonymous:" walks every page table of the process: for a
+// program with a GB resident that was milliseconds per sample, 5% of the recorder's time.
 bool readAnon(uint32_t pid, uint64_t* bytes) {
   char buf[4096];
-  if (readProc(pid, "smaps_rollup", buf, sizeof buf) <= 0) return false;
-  const char* at = std::strstr(buf, "\nAnonymous:");
+  if (readProc(pid, "status", buf, sizeof buf) <= 0) return false;
+  const char* at = std::strstr(buf, "\nRssAnon:");
   if (!at) return false;
-  *bytes = std::strtoull(at + 11, nullptr, 10) * 1024;
+  *bytes = std::strtoull(at + 9, nullptr, 10) * 1024;
   return true;
 }
 

@@ -14,7 +14,7 @@ bool processAlive(uint32_t pid);
 bool readZombieStatus(uint32_t pid, int* status);
 // Resident bytes from /proc/PID/statm.
 bool readRss(uint32_t pid, uint64_t* bytes);
-// Resident anonymous bytes ("Anonymous:" of /proc/PID/smaps_rollup).
+// Resident anonymous bytes ("RssAnon:" of /proc/PID/status: the kernel's counter, cheap at any size).
 bool readAnon(uint32_t pid, uint64_t* bytes);
 
 }  // namespace memledger::recorder
