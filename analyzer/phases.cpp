@@ -149,12 +149,12 @@ std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t
 
 // Top sites of every phase by bytes allocated in it. One phase is the whole run: the exact
 // per-site totals of `sites` answer it. Several phases take one sequential pass over
-// `site_timeline` (per site and timeline bucket; phases start at bucket starts, markers cut
-// buckets, so each row falls in exactly one phase and the sums are exact). A version 1 file has
-// no site_timeline: the pass reads its allocation rows instead (there, only allocations that
-// lived at least the fold threshold). Per row the pass reads four integers and adds into a dense
-// array: a GROUP BY per phase would sort every row into a temporary b-tree (~1 us a row), and
-// 10^7 rows must take well under a second.
+// `site_timeline` (each bucket's sites; phases start at bucket starts, markers cut buckets, so
+// each bucket falls in exactly one phase and the sums are exact). A version 1 file has no
+// site_timeline: the pass reads its allocation rows instead (there, only allocations that lived
+// at least the fold threshold). Per entry the pass adds into a dense array: a GROUP BY per phase
+// would sort every row into a temporary b-tree (~1 us a row), and 10^7 rows must take well
+// under a second.
 std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const std::vector<Range>& ranges,
                                                    const Filter& filter, size_t top) {
   std::vector<std::vector<SiteAmount>> out(ranges.size());
@@ -206,38 +206,48 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
   std::vector<std::unordered_map<int32_t, Amount>> sparse(dense ? 0 : ranges.size());
 
   bool severalKinds = std::find(slotOf.begin(), slotOf.end(), kSeveral) != slotOf.end();
-  // Columns: time, stack, count, bytes (, kind).
-  const bool perBucket = rec.info().schema_version >= 2;
-  std::string sql = perBucket ? "SELECT t_ns, stack_id, allocs, alloc_bytes" : "SELECT t_alloc, stack_id, 1, size";
-  sql += severalKinds ? ", kind" : "";
-  sql += perBucket ? " FROM site_timeline WHERE t_ns >= ?" : " FROM allocations NOT INDEXED WHERE t_alloc >= ?";
-  detail::Statement q(rec, sql.c_str());
-  q.bind(1, ranges.front().start);
   size_t cur = 0;
-  while (q.step()) {
-    int64_t stack = q.i64(1);
-    if (stack < 0 || stack > maxStack) continue;
+  auto add = [&](int64_t t, int64_t stack, const char* kind, int64_t count, int64_t bytes) {
+    if (stack < 0 || stack > maxStack) return;
     int32_t slot = slotOf[static_cast<size_t>(stack)];
-    if (slot == kNone) continue;  // filtered out (pid, kind)
-    int64_t t = q.i64(0);
+    if (slot == kNone) return;  // filtered out (pid, kind)
     // Rows come roughly in time order: try the phase of the previous row first.
     if (!(t >= ranges[cur].start && (cur + 1 == ranges.size() || t < ranges[cur].end))) {
       auto it = std::upper_bound(ranges.begin(), ranges.end(), t,
                                  [](int64_t v, const Range& r) { return v < r.start; });
-      if (it == ranges.begin()) continue;
+      if (it == ranges.begin()) return;
       cur = static_cast<size_t>(it - ranges.begin()) - 1;
-      if (cur + 1 < ranges.size() && t >= ranges[cur].end) continue;  // in no phase (a gap)
+      if (cur + 1 < ranges.size() && t >= ranges[cur].end) return;  // in no phase (a gap)
     }
     if (slot == kSeveral) {
-      std::string kind = q.text(4);
       slot = kNone;
       for (size_t i = 0; i < siteList.size(); ++i)
         if (siteList[i].stack_id == stack && siteList[i].kind == kind) slot = static_cast<int32_t>(i);
-      if (slot == kNone) continue;
+      if (slot == kNone) return;
     }
     Amount& a = dense ? sums[cur][static_cast<size_t>(slot)] : sparse[cur][slot];
-    a.count += q.i64(2);
-    a.bytes += q.i64(3);
+    a.count += count;
+    a.bytes += bytes;
+  };
+  if (rec.info().schema_version >= 2) {
+    detail::Statement q(rec, "SELECT t_ns, sites FROM site_timeline WHERE t_ns >= ?");
+    q.bind(1, ranges.front().start);
+    while (q.step()) {
+      int64_t t = q.i64(0);
+      detail::forEachSiteActivity(q.blob(1), q.bytes(1), [&](const detail::SiteActivity& e) {
+        add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
+      });
+    }
+  } else {
+    detail::Statement q(rec, severalKinds
+                                 ? "SELECT t_alloc, stack_id, size, kind FROM allocations NOT INDEXED WHERE t_alloc >= ?"
+                                 : "SELECT t_alloc, stack_id, size FROM allocations NOT INDEXED WHERE t_alloc >= ?");
+    q.bind(1, ranges.front().start);
+    std::string kind;
+    while (q.step()) {
+      if (severalKinds) kind = q.text(3);
+      add(q.i64(0), q.i64(1), kind.c_str(), 1, q.i64(2));
+    }
   }
   for (size_t p = 0; p < ranges.size(); ++p) {
     std::vector<std::pair<size_t, Amount>> touched;

@@ -25,6 +25,38 @@ inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
   return ids;
 }
 
+// One entry of site_timeline.sites (schemas/memledger.sql): four unsigned LEB128 varints.
+struct SiteActivity {
+  int64_t stack_id = 0;
+  uint64_t kind = 0;  // 0 malloc, 1 new, 2 mmap, 3 custom
+  int64_t allocs = 0, alloc_bytes = 0;
+};
+inline const char* siteKindName(uint64_t code) {
+  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
+  return code < 4 ? names[code] : "";
+}
+// Calls f(SiteActivity) for each entry; damage (a cut varint) ends the list.
+template <class F>
+void forEachSiteActivity(const void* blob, int bytes, F&& f) {
+  const auto* p = static_cast<const unsigned char*>(blob);
+  const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      uint8_t b = *p++;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  while (p && p < end) {
+    uint64_t stack, kind, allocs, bytesAllocated;
+    if (!varint(stack) || !varint(kind) || !varint(allocs) || !varint(bytesAllocated)) return;
+    f(SiteActivity{static_cast<int64_t>(stack), kind, static_cast<int64_t>(allocs),
+                   static_cast<int64_t>(bytesAllocated)});
+  }
+}
+
 [[noreturn]] void throwCorrupt(const std::string& path);
 
 // The whole ip id list of a stack, innermost first: its own stacks.ips, then its parent's, and so

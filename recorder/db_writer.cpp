@@ -77,11 +77,10 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->timeline_ = w->prepare(
       "INSERT OR REPLACE INTO timeline(image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, "
       "rss_bytes, anon_bytes, allocs, frees, alloc_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  // A bucket's rows are written once; the upsert only matters if a bucket were ever flushed twice.
+  // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
   w->siteTimeline_ = w->prepare(
-      "INSERT INTO site_timeline(image_id, t_ns, stack_id, kind, allocs, alloc_bytes) "
-      "VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET allocs = allocs + excluded.allocs, "
-      "alloc_bytes = alloc_bytes + excluded.alloc_bytes");
+      "INSERT INTO site_timeline(image_id, t_ns, sites) VALUES (?,?,?) "
+      "ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
   w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
   if (!w->ok()) {
     *error = w->error_;
@@ -275,15 +274,12 @@ void DbWriter::insertTimeline(const TimelineRow& r) {
   step(st);
 }
 
-void DbWriter::insertSiteTimeline(const SiteTimelineRow& r) {
+void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes) {
   sqlite3_stmt* st = siteTimeline_;
   if (!st) return;
-  sqlite3_bind_int64(st, 1, r.image_id);
-  bindU(st, 2, r.t_ns);
-  sqlite3_bind_int64(st, 3, r.stack_id);
-  sqlite3_bind_text(st, 4, r.kind, -1, SQLITE_STATIC);
-  bindU(st, 5, r.allocs);
-  bindU(st, 6, r.alloc_bytes);
+  sqlite3_bind_int64(st, 1, image);
+  bindU(st, 2, t_ns);
+  sqlite3_bind_blob(st, 3, bytes ? static_cast<const void*>(sites) : "", static_cast<int>(bytes), SQLITE_STATIC);
   step(st);
 }
 

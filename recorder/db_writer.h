@@ -58,14 +58,6 @@ struct AllocationRow {
   std::optional<int64_t> realloc_of;
 };
 
-struct SiteTimelineRow {
-  int64_t image_id = 0;
-  uint64_t t_ns = 0;
-  int64_t stack_id = 0;
-  const char* kind = "malloc";
-  uint64_t allocs = 0, alloc_bytes = 0;
-};
-
 struct TimelineRow {
   int64_t image_id = 0;
   uint64_t t_ns = 0;
@@ -94,7 +86,8 @@ class DbWriter {
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
   void insertTimeline(const TimelineRow& row);
-  void insertSiteTimeline(const SiteTimelineRow& row);
+  // One bucket's site entries, already packed (see site_timeline in the schema).
+  void insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
 
   // Commits the open batch when it is old (>= 100 ms since the last commit) or large.

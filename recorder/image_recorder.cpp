@@ -305,19 +305,23 @@ void ImageRecorder::flushBucket() {
   row.frees = bucket_.frees;
   row.alloc_bytes = bucket_.allocBytes;
   db_.insertTimeline(row);
-  SiteTimelineRow st;
-  st.image_id = id_;
-  st.t_ns = row.t_ns;
+  if (bucketSites_.empty()) return;
+  std::vector<uint8_t>& out = packedSites_;
+  out.clear();
+  auto varint = [&out](uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
+    out.push_back(static_cast<uint8_t>(v));
+  };
   for (uint32_t i : bucketSites_) {
     Site& s = sites_[i];
-    st.stack_id = s.stack_id;
-    st.kind = kindName(static_cast<uint8_t>(s.kind));
-    st.allocs = s.bucket_allocs;
-    st.alloc_bytes = s.bucket_bytes;
-    db_.insertSiteTimeline(st);
+    varint(static_cast<uint64_t>(s.stack_id));
+    varint(static_cast<uint64_t>(s.kind));
+    varint(s.bucket_allocs);
+    varint(s.bucket_bytes);
     s.bucket_allocs = 0;
     s.bucket_bytes = 0;
   }
+  db_.insertSiteTimeline(id_, row.t_ns, out.data(), out.size());
   bucketSites_.clear();
 }
 

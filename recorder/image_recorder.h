@@ -13,8 +13,8 @@
 //   busy one a row per ms (3.6M rows per busy hour); pass a wider bucket for long runs.
 // - A timestamp older than the current bucket (threads publish slightly out of order) counts in
 //   the current bucket. An RSS sample waits until the event stream reaches its time.
-// - `site_timeline`: per bucket, one row per site that allocated in it, written with the bucket's
-//   timeline row. Rows per bucket = sites active in it; frees are not split per bucket.
+// - `site_timeline`: per bucket, one row packing every site that allocated in it, written with the
+//   bucket's timeline row; frees are not split per bucket.
 // - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
 //   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
@@ -64,7 +64,7 @@ struct Site {
   uint64_t cur_count = 0, cur_bytes = 0;
   // Lazy snapshot of the live set at the heap peak: valid for the peak epoch in `stamp`.
   uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
-  // Allocations in the current timeline bucket (a `site_timeline` row when it is flushed).
+  // Allocations in the current timeline bucket (a `site_timeline` entry when it is flushed).
   uint64_t bucket_bytes = 0;
   uint64_t bucket_allocs = 0;
 };
@@ -213,6 +213,7 @@ class ImageRecorder final : public RecordSink {
   std::optional<int> exitRecord_;
   Bucket bucket_;
   std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
+  std::vector<uint8_t> packedSites_;   // their site_timeline entries when the bucket is flushed
   struct Sample {
     uint64_t t, rss;
     std::optional<uint64_t> anon;

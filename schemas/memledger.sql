@@ -162,18 +162,19 @@ CREATE TABLE timeline (
   PRIMARY KEY (image_id, t_ns)
 ) WITHOUT ROWID;
 
--- Allocations per site over time: one row per site and timeline bucket in which the site
--- allocated (same bucket starts as `timeline`, markers cut them too), so the allocations of any
--- range of timeline buckets (a phase) sum exactly per site. Frees are not split out per bucket
--- (nothing asks for them; sites.free_count has the totals). Realloc counts as an allocation.
+-- Allocations per site over time: one row per timeline bucket in which anything allocated (same
+-- bucket starts as `timeline`, markers cut them too), holding every site that allocated in it,
+-- so the allocations of any range of timeline buckets (a phase) sum exactly per site. Frees are
+-- not split out per bucket (nothing asks for them; sites.free_count has the totals). Realloc
+-- counts as an allocation. `sites` packs the entries (one row per site would cost ~27 bytes a
+-- site and bucket, this ~7): each entry is four unsigned LEB128 varints,
+--   stack_id, kind (0 'malloc', 1 'new', 2 'mmap', 3 'custom': sites.kind), allocs, alloc_bytes
+-- and entries simply follow each other (a reader adds up entries of the same site).
 CREATE TABLE site_timeline (
   image_id    INTEGER NOT NULL,
   t_ns        INTEGER NOT NULL,       -- bucket start, as timeline.t_ns
-  stack_id    INTEGER NOT NULL,
-  kind        TEXT NOT NULL,          -- as sites.kind
-  allocs      INTEGER NOT NULL,
-  alloc_bytes INTEGER NOT NULL,
-  PRIMARY KEY (image_id, t_ns, stack_id, kind)
+  sites       BLOB NOT NULL,
+  PRIMARY KEY (image_id, t_ns)
 ) WITHOUT ROWID;
 
 -- Phase markers set by the program (memledger_mark) or `memledger mark`.

@@ -187,19 +187,31 @@ class RecordingBuilder {
       << image << ",1," << q(kind) << ",'malloc'," << address << "," << size << "," << stack << ","
       << t_alloc << "," << (t_free < 0 ? std::string("NULL") : std::to_string(t_free)) << ")";
     exec(o.str());
-    if (!siteTimeline_) return;
-    std::ostringstream st;
-    st << "INSERT INTO site_timeline VALUES (" << image << "," << t_alloc << "," << stack << "," << q(kind)
-       << ",1," << size << ") ON CONFLICT DO UPDATE SET allocs = allocs + 1, alloc_bytes = alloc_bytes + "
-       << size;
-    exec(st.str());
+    if (siteTimeline_) siteActivity(image, t_alloc, stack, 1, size, kind);
   }
 
-  // Activity of a site in one bucket, without allocation rows (as the recorder writes freed blocks).
+  // Activity of a site in one bucket, without allocation rows (as the recorder writes freed
+  // blocks): one packed site_timeline entry, appended to the bucket's row.
   void siteActivity(int64_t image, int64_t t_ns, int64_t stack, int64_t allocs, int64_t bytes,
                     const char* kind = "malloc") {
-    exec("INSERT INTO site_timeline VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + "," +
-         std::to_string(stack) + "," + q(kind) + "," + std::to_string(allocs) + "," + std::to_string(bytes) + ")");
+    std::string hex;
+    auto varint = [&hex](uint64_t v) {
+      char b[3];
+      for (; v >= 0x80; v >>= 7) {
+        std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>((v & 0x7f) | 0x80));
+        hex += b;
+      }
+      std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(v));
+      hex += b;
+    };
+    const std::string k = kind;
+    uint64_t code = k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0;
+    varint(static_cast<uint64_t>(stack));
+    varint(code);
+    varint(static_cast<uint64_t>(allocs));
+    varint(static_cast<uint64_t>(bytes));
+    exec("INSERT INTO site_timeline VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + ",X'" + hex +
+         "') ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
   }
 
   // Makes the file a version 1 recording (no site_timeline, phase sites from allocation rows).

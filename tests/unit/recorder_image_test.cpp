@@ -52,7 +52,7 @@ TEST_F(RecorderImages, PartialMunmapSplitsAndCountsBytes) {
   EXPECT_EQ(query("SELECT t_free FROM allocations WHERE address = " + std::to_string(base + 4 * kPage)),
             5 * kMs);
   EXPECT_EQ(text("SELECT op FROM allocations WHERE t_free IS NULL"), "mmap");
-  EXPECT_EQ(query("SELECT sum(alloc_bytes) FROM site_timeline WHERE kind = 'mmap'"),
+  EXPECT_EQ(activitySum([](const Activity& a) { return a.kind == "mmap"; }, true),
             static_cast<int64_t>(6 * kPage));
 }
 

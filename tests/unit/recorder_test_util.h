@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/sql.h"
 #include "recorder/db_writer.h"
 #include "recorder/recording.h"
 
@@ -151,6 +152,37 @@ class RecordingFixture : public ::testing::Test {
     }
     sqlite3_finalize(st);
     return v;
+  }
+
+  // The site_timeline entries (decoded with the analyzer's reader), in file order.
+  struct Activity {
+    int64_t t_ns, stack_id;
+    std::string kind;
+    int64_t allocs, alloc_bytes;
+  };
+  std::vector<Activity> activity() {
+    query("SELECT 1");  // opens reader_
+    std::vector<Activity> out;
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(reader_, "SELECT t_ns, sites FROM site_timeline ORDER BY image_id, t_ns", -1,
+                                 &st, nullptr), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      int64_t t = sqlite3_column_int64(st, 0);
+      analyzer::detail::forEachSiteActivity(
+          sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), [&](const analyzer::detail::SiteActivity& e) {
+            out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes});
+          });
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+  // Sum of allocs (or alloc_bytes) over entries matching the predicate.
+  template <class Pred>
+  int64_t activitySum(Pred pred, bool bytes = false) {
+    int64_t sum = 0;
+    for (const Activity& a : activity())
+      if (pred(a)) sum += bytes ? a.alloc_bytes : a.allocs;
+    return sum;
   }
 
   std::string path_;
