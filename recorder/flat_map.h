@@ -31,6 +31,9 @@ class FlatMap {
   }
 
   const V* find(uint64_t key) const { return const_cast<FlatMap*>(this)->find(key); }
+  // Starts loading the slot where `key` is (or would go): a later find/insert/erase of it then
+  // does not wait for memory.
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[home(key)], 1, 3); }
 
   // The value for `key`, value-initialised and inserted when absent; second is true when new.
   std::pair<V*, bool> insert(uint64_t key) {

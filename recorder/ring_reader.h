@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "../interpose/wire.h"
+#include "tsc_clock.h"
 
 namespace memledger::recorder {
 
@@ -30,6 +31,10 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual void onRecord(const Decoded& r) = 0;
+  // A record a few slots ahead of the one being delivered, as it sits in the ring (not decoded:
+  // timestamp raw, no payload): a sink may start fetching the memory it will touch for it.
+  // Records still arrive at onRecord strictly in order.
+  virtual void prefetch(const wire::Record& ahead) { (void)ahead; }
 };
 
 // A registration received on the control socket.
@@ -86,6 +91,7 @@ class RingReader {
   wire::Record* records_ = nullptr;
   uint32_t mask_ = 0;
   bool tsc_ = false;  // records carry TSC stamps (wire.h RingClock)
+  TscClock::Line clock_{};  // the TSC mapping for the batch being drained
   std::unique_ptr<uint64_t[]> scratch_;  // assembled frames / text of the record being decoded
   size_t decodeAt(uint64_t index, RecordSink& sink, bool final);
 };

@@ -44,19 +44,13 @@ TscClock::TscClock() : nsPerTick_(0.0) {
   refresh();
 }
 
-void TscClock::refresh() {
+TscClock::Line TscClock::refresh() {
   uint64_t tsc, ns;
   readPair(&tsc, &ns);
   if (ns > ns0_ && tsc > tsc0_)
     nsPerTick_.store(static_cast<double>(ns - ns0_) / static_cast<double>(tsc - tsc0_),
                      std::memory_order_relaxed);
-}
-
-uint64_t TscClock::toNs(uint64_t tsc) const {
-  double scale = nsPerTick_.load(std::memory_order_relaxed);
-  double delta = static_cast<double>(static_cast<int64_t>(tsc - tsc0_)) * scale;
-  double ns = static_cast<double>(ns0_) + delta;
-  return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+  return line();
 }
 
 }  // namespace memledger::recorder

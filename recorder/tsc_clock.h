@@ -17,9 +17,20 @@ class TscClock {
  public:
   static TscClock& instance();  // the first pair is read on first use
 
-  // Reads a fresh pair (call before converting a batch of records).
-  void refresh();
-  uint64_t toNs(uint64_t tsc) const;
+  // The mapping at one moment, copied out so a batch converts without touching shared state.
+  struct Line {
+    uint64_t tsc0 = 0, ns0 = 0;
+    double nsPerTick = 0;
+    uint64_t toNs(uint64_t tsc) const {
+      double ns = static_cast<double>(ns0) + static_cast<double>(static_cast<int64_t>(tsc - tsc0)) * nsPerTick;
+      return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+    }
+  };
+
+  // Reads a fresh pair (call before converting a batch of records) and returns the line.
+  Line refresh();
+  uint64_t toNs(uint64_t tsc) const { return line().toNs(tsc); }
+  Line line() const { return Line{tsc0_, ns0_, nsPerTick_.load(std::memory_order_relaxed)}; }
 
  private:
   TscClock();
