@@ -1,0 +1,121 @@
+// ImageRecorder's stacks: ip ids and the stack tree written to `stacks` (see the schema), kept
+// apart from the event handling in image_recorder.cpp.
+#include "image_recorder.h"
+#include "recording.h"
+
+namespace memledger::recorder {
+
+uint32_t ImageRecorder::ipId(uint64_t address) {
+  auto [id, isNew] = ipByAddress_.insert(address ? address : ~uint64_t{0});
+  if (isNew) {
+    *id = rec_.nextIpId();
+    db_.insertIp(*id, id_, address);
+  }
+  return *id;
+}
+
+uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n) {
+  auto [idx, isNew] = stackByHash_.insert(hash);
+  if (!isNew) return *idx;
+  *idx = static_cast<uint32_t>(stacks_.size());
+  uint32_t index = *idx;  // keep no pointer into stackByHash_ across the inserts below
+  int64_t leaf = n ? addToStackTree(frames, n) : 0;
+  if (n == 0) {
+    leaf = rec_.nextStackId();  // an empty stack is its own row (unknown and "no stack" differ)
+    db_.insertStack(leaf, id_, nullptr, 0);
+  } else {
+    // The same frames under another hash (a fork child re-interning, a truncated deep stack)
+    // are the same stack: one site per (stack_id, kind).
+    uint32_t& same = treeNodes_[leafNode_].stack;
+    if (same) {
+      *stackByHash_.find(hash) = same - 1;
+      return same - 1;
+    }
+    same = index + 1;
+  }
+  StackInfo st{leaf, static_cast<uint32_t>(frameArena_.size()), static_cast<uint32_t>(n), {-1, -1, -1, -1}};
+  frameArena_.insert(frameArena_.end(), frames, frames + n);
+  stacks_.push_back(st);
+  return index;
+}
+
+// The stack tree in the file: a row is some innermost frames plus a parent row for the rest. A
+// new stack costs one row for its frames below the deepest path it shares with earlier stacks;
+// when that shared path ends inside an earlier row (no row ends there), one more row for the
+// shared path is written first (its frames then exist twice, once in each row), and later
+// stacks branching there reuse it. So at most two rows per new stack, and shared outer frames
+// (the bulk of deep stacks) are stored once or twice instead of once per stack.
+int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n) {
+  if (treeNodes_.empty()) treeNodes_.push_back(TreeNode{0, 0, 0, 0});  // the root: no frame
+  // Paths are found by a hash of their frames (outermost first), never by walking the tree: a
+  // walk costs a cache miss per frame on deep stacks. Known paths are prefix-closed, so the
+  // deepest known one is a binary search over the length.
+  std::vector<uint64_t>& hashes = scratchHashes_;
+  hashes.resize(n + 1);
+  uint64_t h = 0;
+  for (size_t len = 1; len <= n; ++len) {
+    h = mixHash(h ^ frames[n - len]);
+    hashes[len] = h ? h : 1;  // the map reserves key 0
+  }
+  size_t known = 0, hi = n;  // the path of `known` frames is node `cur`; none longer than hi is
+  uint32_t cur = 0;
+  // A new stack mostly shares all but its innermost few frames with an earlier one: probe from
+  // the full length down in growing steps first, then bisect what is left.
+  for (size_t gap = 0; hi > known; gap = gap ? gap * 2 : 1) {
+    size_t len = hi > known + gap ? hi - gap : known + 1;
+    if (const uint32_t* node = pathNodes_.find(hashes[len])) {
+      known = len;
+      cur = *node;
+      break;
+    }
+    hi = len - 1;
+  }
+  while (known < hi) {
+    size_t mid = (known + hi + 1) / 2;
+    if (const uint32_t* node = pathNodes_.find(hashes[mid])) {
+      known = mid;
+      cur = *node;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  int64_t parentRow = 0;
+  if (cur != 0) {
+    if (treeNodes_[cur].row == 0) {
+      std::vector<uint32_t>& shared = scratchShared_;
+      shared.clear();
+      uint32_t a = cur;
+      for (; a != 0 && treeNodes_[a].row == 0; a = treeNodes_[a].parent) shared.push_back(treeNodes_[a].ip);
+      treeNodes_[cur].row = rec_.nextStackId();
+      db_.insertStack(treeNodes_[cur].row, id_, shared.data(), shared.size(), treeNodes_[a].row);
+    }
+    parentRow = treeNodes_[cur].row;
+  }
+  size_t fresh = n - known;  // frames[0, fresh) are below the known path
+  leafNode_ = cur;
+  if (fresh == 0) return parentRow;  // the whole stack is a known path (a prefix of another)
+  scratchIps_.resize(fresh);
+  for (size_t k = 0; k < fresh; ++k) scratchIps_[k] = ipId(frames[k]);  // ids innermost first
+  for (size_t k = fresh; k-- > 0;) {
+    uint32_t node = static_cast<uint32_t>(treeNodes_.size());
+    treeNodes_.push_back(TreeNode{cur, scratchIps_[k], 0, 0});
+    *pathNodes_.insert(hashes[n - k]).first = node;
+    cur = node;
+  }
+  leafNode_ = cur;
+  treeNodes_[cur].row = rec_.nextStackId();
+  db_.insertStack(treeNodes_[cur].row, id_, scratchIps_.data(), fresh, parentRow);
+  return treeNodes_[cur].row;
+}
+
+bool ImageRecorder::stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const {
+  if (const uint32_t* idx = stackByHash_.find(hash)) {
+    const StackInfo& st = stacks_[*idx];
+    frames->assign(frameArena_.begin() + st.frameOff,
+                   frameArena_.begin() + st.frameOff + st.frameCount);
+    return true;
+  }
+  return forkParent_ && forkParent_->stackFrames(hash, frames);
+}
+
+}  // namespace memledger::recorder
