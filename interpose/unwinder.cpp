@@ -495,6 +495,10 @@ void init() {
 }
 
 Captured capture(Trace* trace, uint64_t* out) {
+  // libunwind is loaded by the first capture of the process, before the program has threads that
+  // could all need the fallback at once: while one thread loads it, the others would get no stack
+  // (64 threads racing on the rule lock each lost a stack that way).
+  if (ML_UNLIKELY(g_unwState.load(std::memory_order_acquire) != kReady)) loadLibunwind();
   if (!trace || !g_own) return fallback(trace, out);
   return walk(trace, out);
 }
