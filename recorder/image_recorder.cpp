@@ -45,6 +45,13 @@ ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOpt
   if (opt_.bucket_ns == 0) opt_.bucket_ns = 1'000'000;
 }
 
+// The live set is the one structure too large for the cache (python3 building a dict: millions
+// of blocks); the site and thread tables are small and stay hot.
+void ImageRecorder::prefetch(const wire::Record& ahead) {
+  if (ahead.kind == AllocKind::Mmap || ahead.kind == AllocKind::Custom || ahead.a == 0) return;
+  if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
+}
+
 void ImageRecorder::onRecord(const Decoded& r) {
   if (closed_) return;
   ++events_;

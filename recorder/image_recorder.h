@@ -74,6 +74,7 @@ class ImageRecorder final : public RecordSink {
   ImageRecorder(Recording& rec, int64_t imageId, const RecordingOptions& opt,
                 const ImageRecorder* forkParent);
   void onRecord(const Decoded& r) override;
+  void prefetch(const wire::Record& ahead) override;
 
   // A /proc sample of the process (absolute CLOCK_MONOTONIC time). caughtUp: the ring holds
   // nothing older, so the timeline may advance to the sample's time.
