@@ -93,6 +93,9 @@ class Recording {
   // Frames of a stack id (decoded stacks.ips → ips → frames/modules), cached per recording.
   // An unknown stack id gives an empty stack.
   const Stack& stack(int64_t stack_id) const;
+  // The same frames without a copy: pointers into the per-ip cache, which lives as long as the
+  // recording. For passes over every site (exports): 600k cached stacks of 50 frames were GBs.
+  void stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const;
   // The OS pid of a process image id (0 when unknown).
   int64_t pidOf(int64_t image_id) const;
 

@@ -1,6 +1,7 @@
 #include <map>
 
 #include "analyzer/export_formats.h"
+#include "analyzer/sql.h"
 
 namespace memledger::analyzer {
 
@@ -36,7 +37,9 @@ std::optional<Metric> parseMetric(std::string_view text) {
 std::string exportFolded(const Recording& rec, Metric metric) {
   std::optional<int64_t> peakImage = rec.info().peak_image;
   std::map<std::string, int64_t> lines;
-  for (const auto& s : sites(rec)) {
+  std::vector<const Frame*> stack;
+  // Site rows without their stacks copied in (sites() would copy every stack of the recording).
+  for (const auto& s : detail::siteRows(rec, {})) {
     int64_t value = 0;
     switch (metric) {
       case Metric::Leaked: value = s.leak_bytes; break;
@@ -45,10 +48,11 @@ std::string exportFolded(const Recording& rec, Metric metric) {
       case Metric::Count: value = s.alloc_count; break;
     }
     if (value <= 0) continue;
+    rec.stackFrames(s.stack_id, &stack);
     std::string line;
-    for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) {
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
       if (!line.empty()) line += ';';
-      line += foldedName(*it);
+      line += foldedName(**it);
     }
     if (line.empty()) line = "[no stack]";
     lines[line] += value;

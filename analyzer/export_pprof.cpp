@@ -59,13 +59,11 @@ class ProfileBuilder {
     return it->second;
   }
 
-  // Location ids of a stack, innermost first (pprof's order too).
+  // Location ids of a stack, innermost first (pprof's order too). Not cached: each stack is one
+  // sample (once per kind), and 600k stacks of 50 frames would be another 240 MB.
   std::vector<uint64_t> locations(int64_t stackId) {
-    auto cached = stacks_.find(stackId);
-    if (cached != stacks_.end()) return cached->second;
     std::vector<uint64_t> out;
     for (uint32_t ipId : stackIps_.of(stackId)) out.push_back(location(ipId));
-    stacks_[stackId] = out;
     return out;
   }
 
@@ -135,7 +133,6 @@ class ProfileBuilder {
   detail::StackIps stackIps_;
   Stmt ip_, frames_, module_;
   std::unordered_map<std::string, int64_t> strings_;
-  std::unordered_map<int64_t, std::vector<uint64_t>> stacks_;
   std::unordered_map<int64_t, uint64_t> locations_;
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
   std::unordered_map<int64_t, uint64_t> mappings_;
@@ -159,7 +156,7 @@ std::string exportPprof(const Recording& rec) {
   p.set_duration_nanos(rec.info().duration_ns);
   p.add_comment(b.str("memledger " + rec.info().version + ": " + rec.info().command));
   int64_t kindKey = b.str("kind"), pidKey = b.str("pid");
-  for (const auto& s : sites(rec)) {
+  for (const auto& s : detail::siteRows(rec, {})) {  // no stacks copied in: locations come per ip
     if (s.alloc_count == 0 && s.alloc_bytes == 0 && s.leak_count == 0 && s.leak_bytes == 0) continue;
     pp::Sample* sample = p.add_sample();
     for (uint64_t loc : b.locations(s.stack_id)) sample->add_location_id(loc);

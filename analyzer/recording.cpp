@@ -79,6 +79,10 @@ struct Recording::Impl {
   mutable sqlite3_stmt* ipStmt = nullptr;
   mutable sqlite3_stmt* framesStmt = nullptr;
 
+  // The frames of one ip (inline chain, innermost first), read once. Node-based map: references
+  // stay valid as it grows (Recording::stackFrames hands out pointers into it).
+  const std::vector<Frame>& framesOfIp(const Recording& rec, uint32_t ipId);
+
   ~Impl() {
     stackIps.reset();  // before the database closes
     sqlite3_finalize(ipStmt);
@@ -262,67 +266,65 @@ bool isAllocatorEntry(const Frame& f) {
   return false;
 }
 
-void dropAllocatorFrames(Stack& frames) {
-  size_t n = 0;
-  while (n + 1 < frames.size() && isAllocatorEntry(frames[n])) ++n;
-  frames.erase(frames.begin(), frames.begin() + static_cast<long>(n));
+}  // namespace
+
+const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint32_t ipId) {
+  auto cached = ipFrames.find(ipId);
+  if (cached != ipFrames.end()) return cached->second;
+  const std::string& path = info.path;
+  int rc = SQLITE_OK;
+  std::optional<std::string> module;
+  prepare(rec, ipStmt, "SELECT m.path FROM ips i LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?");
+  sqlite3_bind_int64(ipStmt, 1, ipId);
+  rc = sqlite3_step(ipStmt);
+  if (rc == SQLITE_ROW && sqlite3_column_type(ipStmt, 0) != SQLITE_NULL)
+    module = colText(ipStmt, 0);
+  else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    throwFor(rc, path);
+  sqlite3_reset(ipStmt);
+
+  std::vector<Frame> frames;
+  prepare(rec, framesStmt, "SELECT function, file, line FROM frames WHERE ip_id = ? ORDER BY depth");
+  sqlite3_bind_int64(framesStmt, 1, ipId);
+  while ((rc = sqlite3_step(framesStmt)) == SQLITE_ROW) {
+    Frame f;
+    sqlite3_stmt* st = framesStmt;
+    if (sqlite3_column_type(st, 0) != SQLITE_NULL && sqlite3_column_bytes(st, 0) > 0) f.function = colText(st, 0);
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_bytes(st, 1) > 0) f.file = colText(st, 1);
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) > 0)
+      f.line = sqlite3_column_int64(st, 2);
+    f.module = module;
+    frames.push_back(std::move(f));
+  }
+  if (rc != SQLITE_DONE) throwFor(rc, path);
+  sqlite3_reset(framesStmt);
+  // Not symbolized (or the symbolizer found nothing): still one frame, its module known.
+  if (frames.empty()) {
+    Frame f;
+    f.module = module;
+    frames.push_back(std::move(f));
+  }
+  return ipFrames.emplace(ipId, std::move(frames)).first->second;
 }
 
-}  // namespace
+void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const {
+  out->clear();
+  if (!impl_->stackIps) impl_->stackIps = std::make_unique<detail::StackIps>(impl_->db, impl_->info);
+  for (uint32_t ipId : impl_->stackIps->of(stack_id))
+    for (const Frame& f : impl_->framesOfIp(*this, ipId)) out->push_back(&f);
+  size_t n = 0;
+  while (n + 1 < out->size() && isAllocatorEntry(*(*out)[n])) ++n;
+  out->erase(out->begin(), out->begin() + static_cast<long>(n));
+}
 
 const Stack& Recording::stack(int64_t stack_id) const {
   auto found = impl_->stacks.find(stack_id);
   if (found != impl_->stacks.end()) return found->second;
+  std::vector<const Frame*> ptrs;
+  stackFrames(stack_id, &ptrs);
   Stack frames;
-  const std::string& path = impl_->info.path;
-
-  if (!impl_->stackIps) impl_->stackIps = std::make_unique<detail::StackIps>(impl_->db, impl_->info);
-  std::vector<uint32_t> ipIds = impl_->stackIps->of(stack_id);
-  int rc = SQLITE_OK;
-
-  for (uint32_t ipId : ipIds) {
-    auto cached = impl_->ipFrames.find(ipId);
-    if (cached == impl_->ipFrames.end()) {
-      std::optional<std::string> module;
-      prepare(*this, impl_->ipStmt,
-              "SELECT m.path FROM ips i LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?");
-      sqlite3_bind_int64(impl_->ipStmt, 1, ipId);
-      rc = sqlite3_step(impl_->ipStmt);
-      if (rc == SQLITE_ROW && sqlite3_column_type(impl_->ipStmt, 0) != SQLITE_NULL)
-        module = colText(impl_->ipStmt, 0);
-      else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        throwFor(rc, path);
-      sqlite3_reset(impl_->ipStmt);
-
-      std::vector<Frame> ipFrames;
-      prepare(*this, impl_->framesStmt,
-              "SELECT function, file, line FROM frames WHERE ip_id = ? ORDER BY depth");
-      sqlite3_bind_int64(impl_->framesStmt, 1, ipId);
-      while ((rc = sqlite3_step(impl_->framesStmt)) == SQLITE_ROW) {
-        Frame f;
-        sqlite3_stmt* st = impl_->framesStmt;
-        if (sqlite3_column_type(st, 0) != SQLITE_NULL && sqlite3_column_bytes(st, 0) > 0)
-          f.function = colText(st, 0);
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_bytes(st, 1) > 0)
-          f.file = colText(st, 1);
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) > 0)
-          f.line = sqlite3_column_int64(st, 2);
-        f.module = module;
-        ipFrames.push_back(std::move(f));
-      }
-      if (rc != SQLITE_DONE) throwFor(rc, path);
-      sqlite3_reset(impl_->framesStmt);
-      // Not symbolized (or the symbolizer found nothing): still one frame, its module known.
-      if (ipFrames.empty()) {
-        Frame f;
-        f.module = module;
-        ipFrames.push_back(std::move(f));
-      }
-      cached = impl_->ipFrames.emplace(ipId, std::move(ipFrames)).first;
-    }
-    frames.insert(frames.end(), cached->second.begin(), cached->second.end());
-  }
-  dropAllocatorFrames(frames);
+  frames.reserve(ptrs.size());
+  for (const Frame* f : ptrs) frames.push_back(*f);
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
 }
 

@@ -131,6 +131,18 @@ TEST(AnalyzerLeaks, LoaderAllocatorWrappersAreNotInStacks) {
   ASSERT_EQ(rec.stack(onlyMalloc).size(), 1u);
   // Only exact allocator entry names go.
   EXPECT_EQ(rec.stack(programMalloc)[0].function, "my_malloc");
+
+  // The copy-free view the exports use gives the same frames, wrappers dropped the same way.
+  std::vector<const Frame*> view;
+  for (int64_t id : {inlined, outOfLine, onlyMalloc, programMalloc}) {
+    rec.stackFrames(id, &view);
+    const Stack& whole = rec.stack(id);
+    ASSERT_EQ(view.size(), whole.size()) << "stack " << id;
+    for (size_t i = 0; i < view.size(); ++i) {
+      EXPECT_EQ(view[i]->function, whole[i].function) << "stack " << id << " frame " << i;
+      EXPECT_EQ(view[i]->line, whole[i].line) << "stack " << id << " frame " << i;
+    }
+  }
 }
 
 TEST(AnalyzerLeaks, FilterByPid) {
