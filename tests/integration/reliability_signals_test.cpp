@@ -14,20 +14,27 @@ using memledger::test::reportJson;
 
 const std::string kSignals = relSample("rel_signals");
 
+constexpr int64_t kSignalsSent = 500;
+
+// rel_signals MODE 500 recorded: the program must have handled every signal and exited 0 with its
+// usual output. Returns its report (the caller checks the handler's blocks).
+json recordHandledSignals(const char* mode) {
+  memledger::test::RunOptions options;
+  options.timeoutSeconds = 60;
+  auto rec = record(kSignals, {mode, std::to_string(kSignalsSent)}, options);
+  EXPECT_EQ(rec.program.status, 0) << rec.program.out << rec.program.err;
+  EXPECT_EQ(rec.program.out, "usr1 handled 500\n");
+  return reportJson(rec.db);
+}
+
 // A program whose handler allocates, and which keeps its own allocator calls out of the handler's
 // way (SIGUSR1 blocked around them, as POSIX asks: malloc is not async-signal-safe): every one of
 // the handler's blocks is recorded, with its stack through the signal frame.
 TEST(ReliabilitySignals, HandlerThatAllocatesIsCounted) {
-  constexpr int64_t n = 500;
-  memledger::test::RunOptions options;
-  options.timeoutSeconds = 60;
-  auto rec = record(kSignals, {"usr1safe", std::to_string(n)}, options);
-  EXPECT_EQ(rec.program.status, 0) << rec.program.out << rec.program.err;
-  EXPECT_EQ(rec.program.out, "usr1 handled 500\n");
-  json report = reportJson(rec.db);
+  json report = recordHandledSignals("usr1safe");
   Amount handler = leaksAt(report, "handler_leak");
-  EXPECT_EQ(handler.count, n) << leakDump(report);
-  EXPECT_EQ(handler.bytes, n * 40) << leakDump(report);
+  EXPECT_EQ(handler.count, kSignalsSent) << leakDump(report);
+  EXPECT_EQ(handler.bytes, kSignalsSent * 40) << leakDump(report);
   for (const auto& site : memledger::test::sitesWith(report["leaks"]["sites"], "handler_leak"))
     EXPECT_TRUE(memledger::test::stackHas(site["stack"], "on_usr1")) << site.dump();
 }
@@ -38,16 +45,10 @@ TEST(ReliabilitySignals, HandlerThatAllocatesIsCounted) {
 // "Signals"): the ring the hook was writing is never entered twice from one thread. The program
 // is unharmed, and what is recorded is never more than what happened.
 TEST(ReliabilitySignals, HandlerInterruptingAnAllocatorCallLeavesTheProgramUnharmed) {
-  constexpr int64_t n = 500;
-  memledger::test::RunOptions options;
-  options.timeoutSeconds = 60;
-  auto rec = record(kSignals, {"usr1", std::to_string(n)}, options);
-  EXPECT_EQ(rec.program.status, 0) << rec.program.out << rec.program.err;
-  EXPECT_EQ(rec.program.out, "usr1 handled 500\n");
-  json report = reportJson(rec.db);
+  json report = recordHandledSignals("usr1");
   Amount handler = leaksAt(report, "handler_leak");
   EXPECT_GT(handler.count, 0) << leakDump(report);  // the loop spends time outside malloc too
-  EXPECT_LE(handler.count, n) << leakDump(report);
+  EXPECT_LE(handler.count, kSignalsSent) << leakDump(report);
   EXPECT_EQ(handler.bytes, handler.count * 40) << leakDump(report);
 }
 
