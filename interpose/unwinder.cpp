@@ -376,7 +376,11 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(rsp), "=r"(rbp));
   const Table* table = g_table.load(std::memory_order_acquire);
   uint32_t gen = g_codeGen.load(std::memory_order_acquire);
-  if (t->truncated || t->gen != gen) t->n = 0;
+  if (ML_UNLIKELY(t->gen != gen)) {
+    memset(t->hotKey, 0, sizeof(t->hotKey));  // rules of unloaded code must not serve new code
+    t->n = 0;
+  }
+  if (t->truncated) t->n = 0;
   Frame* fresh = t->fresh;
   int j = 0;
   int r = static_cast<int>(t->n) - 1;  // candidate frame of the last trace, innermost first
@@ -392,11 +396,20 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
       }
       r = -1;  // the stack outside changed: walk on without trying again
     }
-    uint64_t rule = table ? lookup(table, j == 0 ? pc : pc - 1) : 0;
-    if (ML_UNLIKELY(!rule)) {
-      rule = slowRule(j == 0 ? pc : pc - 1);
-      table = g_table.load(std::memory_order_acquire);
-      if (!rule) return fallback(t, out);
+    uint64_t key = j == 0 ? pc : pc - 1;
+    uint32_t hot = static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ull) >> (64 - Trace::kHotBits));
+    uint64_t rule;
+    if (ML_LIKELY(t->hotKey[hot] == key)) {
+      rule = t->hotRule[hot];
+    } else {
+      rule = table ? lookup(table, key) : 0;
+      if (ML_UNLIKELY(!rule)) {
+        rule = slowRule(key);
+        table = g_table.load(std::memory_order_acquire);
+        if (!rule) return fallback(t, out);
+      }
+      t->hotKey[hot] = key;
+      t->hotRule[hot] = rule;
     }
     if (rule & kUnknown) return fallback(t, out);
     Frame& f = fresh[j++];

@@ -52,6 +52,11 @@ struct Trace {
   uint64_t gen;        // code generation it was walked in (unloaded code makes it stale)
   Frame rev[kTraceCap];
   Frame fresh[kTraceCap];  // the walk in progress (here, not on the stack of a malloc call: 9 KiB)
+  // The rules this thread used last, direct-mapped by pc (8 KiB, stays in L1/L2): the shared
+  // table is 4 MiB probed at random. Cleared with the trace when code is unloaded.
+  static constexpr uint32_t kHotBits = 9;
+  uint64_t hotKey[1u << kHotBits];
+  uint64_t hotRule[1u << kHotBits];
 };
 
 struct Captured {
