@@ -66,5 +66,7 @@ fi
 
 cd "$build"
 export TMPDIR="$build"  # the target's scratch file
-exec ./bin/recording_reader_fuzz -error_exitcode=1 -max_total_time="$seconds" -max_len=1048576 -timeout=20 \
+# MEMLEDGER_FUZZ_SEED: libFuzzer's -seed (0, the default, draws one); the test suite fixes it so
+# that each CI run explores the same way from the same corpus.
+exec ./bin/recording_reader_fuzz -error_exitcode=1 -seed="${MEMLEDGER_FUZZ_SEED:-0}" -max_total_time="$seconds" -max_len=1048576 -timeout=20 \
   -rss_limit_mb=4096 -print_final_stats=1 "$corpus"
