@@ -71,12 +71,8 @@ StackCache* acquireCache() {
 }
 
 // True when `hash` was not sent by this thread on the current ring yet (and marks it sent).
-bool firstSight(uint64_t hash) {
-  StackCache* c = t_state.cache;
-  if (ML_UNLIKELY(!c)) {
-    c = t_state.cache = acquireCache();
-    if (!c) return true;
-  }
+bool firstSight(StackCache* c, uint64_t hash) {
+  if (ML_UNLIKELY(!c)) return true;  // no table (mmap failed): send it
   uint32_t gen = g_ringGen.load(std::memory_order_relaxed);
   if (ML_UNLIKELY(c->gen != gen || c->count >= StackCache::kSlots * 3 / 4)) {
     std::memset(c->slots, 0, sizeof(c->slots));
@@ -111,7 +107,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
   unwind::Captured st = unwind::capture(cache ? &cache->trace : nullptr, ips);
   int n = st.n;
   uint64_t hash = st.hash;
-  bool sendStack = n > 0 && firstSight(hash);
+  bool sendStack = n > 0 && firstSight(cache, hash);
   if (sendStack && !st.framesOut) unwind::framesOf(&cache->trace, st, ips);
   // Module records for code the stack runs in go before the Stack record that needs them.
   if (sendStack) modulesEnsureCover(ips, n);

@@ -150,8 +150,9 @@ inline uint64_t lookup(const Table* t, uint64_t key) {
   }
 }
 
+// Only while g_tableUsed < kTableMaxUsed (slowRule checks): past that, pcs without a rule keep
+// going to unw_backtrace.
 void insert(Table* t, uint64_t key, uint64_t rule) {
-  if (g_tableUsed >= kTableMaxUsed) return;  // full: those pcs keep going to unw_backtrace
   uint32_t i = slotOf(key);
   while (t->slots[i].key.load(std::memory_order_relaxed) != 0) i = (i + 1) & (kTableSlots - 1);
   t->slots[i].rule.store(rule, std::memory_order_relaxed);
@@ -323,7 +324,6 @@ __attribute__((noinline)) uint64_t slowRule(uint64_t key) {
 }
 
 // ---- capture
-inline uint64_t frameHash(uint64_t outer, uint64_t pc) { return wire::hashStep(outer, pc); }
 
 Captured fallback(Trace* trace, uint64_t* out) {
   if (trace) trace->n = 0;
@@ -348,12 +348,19 @@ inline bool suffixHolds(const Trace* t, int r) {
   return true;
 }
 
+// How many of the trace's innermost frames run in this library (the hook, the capture).
+int selfFrames(const Trace* t) {
+  int n = static_cast<int>(t->n);
+  int first = 0;
+  while (first < n && inSelf(t->rev[n - 1 - first].pc)) ++first;
+  return first;
+}
+
 // Sets c from the trace `t` (n frames, all hashes set); frames of this library at the top dropped.
 Captured finish(const Trace* t, uint64_t* out) {
   Captured c;
   int n = static_cast<int>(t->n);
-  int first = 0;
-  while (first < n && inSelf(t->rev[n - 1 - first].pc)) ++first;
+  int first = selfFrames(t);
   int count = n - first;
   if (count <= 0) return c;
   if (count <= wire::kMaxFrames) {
@@ -446,7 +453,7 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
   for (int i = j - 1; i >= 0; --i) {
     Frame& dst = t->rev[keep + (j - 1 - i)];
     dst = fresh[i];
-    h = frameHash(h, dst.pc);
+    h = wire::hashStep(h, dst.pc);
     dst.hash = h;
     needs = (dst.rule & kUsesRbp) || (!(dst.rule & kSavesRbp) && needs);
     dst.needsRbp = needs ? 1 : 0;
@@ -518,8 +525,7 @@ Captured capture(Trace* trace, uint64_t* out) {
 
 void framesOf(const Trace* t, const Captured& c, uint64_t* out) {
   int n = static_cast<int>(t->n);
-  int first = 0;
-  while (first < n && inSelf(t->rev[n - 1 - first].pc)) ++first;
+  int first = selfFrames(t);
   for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - first - i].pc;
 }
 
