@@ -113,7 +113,6 @@ enum : uint64_t {
   kEnd = 1ull << 59,       // the return address is undefined: the outermost frame
   kUnknown = 1ull << 60,   // no rule this walker can follow: use unw_backtrace
 };
-enum : uint32_t { kUsesRbp = 1, kSavesRbp = 2 };  // Frame::rule
 inline int32_t cfaOff(uint64_t r) { return static_cast<int32_t>(r & 0xffffffffu); }
 inline int16_t rbpOff(uint64_t r) { return static_cast<int16_t>((r >> 32) & 0xffff); }
 inline int8_t raOff(uint64_t r) { return static_cast<int8_t>((r >> 48) & 0xff); }
@@ -378,9 +377,12 @@ Captured finish(const Trace* t, uint64_t* out) {
 
 void checkAgainstLibunwind(const Trace* trace, const Captured& own, const uint64_t* ownOut);
 
+// Largest frame of this library between a hook and here (walk's own, with the check's buffers).
+constexpr uint64_t kSelfFrameMax = 64 * 1024;
+
 __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
   uint64_t pc, rsp, rbp;
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(rsp), "=r"(rbp));
+  asm volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(rsp), "=r"(rbp));
   const Table* table = g_table.load(std::memory_order_acquire);
   uint32_t gen = g_codeGen.load(std::memory_order_acquire);
   if (ML_UNLIKELY(t->gen != gen)) {
@@ -388,22 +390,28 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
     t->n = 0;
   }
   if (t->truncated) t->n = 0;
+  // This library's frames (walk, the capture, the hook) are skipped along the frame-pointer chain:
+  // it is built with -fno-omit-frame-pointer, so each of its frames holds the caller's rbp and the
+  // return address at [rbp] and [rbp + 8], and its caller's rsp is rbp + 16. The walk starts at the
+  // hook's caller. A chain that looks wrong (not above rsp, too far, too long) is not followed.
+  for (int k = 0;; ++k) {
+    if (ML_UNLIKELY(k == kSkipRoom || rbp <= rsp || rbp - rsp > kSelfFrameMax || (rbp & 7)))
+      return fallback(t, out);
+    const uint64_t* fp = reinterpret_cast<const uint64_t*>(rbp);
+    pc = fp[1];
+    rsp = rbp + 16;
+    rbp = fp[0];
+    if (!inSelf(pc)) break;
+  }
   Frame* fresh = t->fresh;
   int j = 0;
   int r = static_cast<int>(t->n) - 1;  // candidate frame of the last trace, innermost first
   int keep = 0;                        // frames of the last trace kept (rev[0 .. keep))
+  int retries = 4;
   bool truncated = false;
   for (;;) {
     while (r >= 0 && t->rev[r].rsp < rsp) --r;
-    if (r >= 0 && t->rev[r].rsp == rsp && t->rev[r].pc == pc && (!t->rev[r].needsRbp || t->rev[r].rbp == rbp) &&
-        (j == 0) == (r == static_cast<int>(t->n) - 1) && r + 1 + j <= kTraceCap) {
-      if (suffixHolds(t, r)) {
-        keep = r + 1;
-        break;
-      }
-      r = -1;  // the stack outside changed: walk on without trying again
-    }
-    uint64_t key = j == 0 ? pc : pc - 1;
+    uint64_t key = pc - 1;  // a return address: the call is the instruction before it
     uint32_t hot = static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ull) >> (64 - Trace::kHotBits));
     uint64_t rule;
     if (ML_LIKELY(t->hotKey[hot] == key)) {
@@ -419,14 +427,35 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
       t->hotRule[hot] = rule;
     }
     if (rule & kUnknown) return fallback(t, out);
+    // A frame of the last trace at this rsp whose step follows this rule reads the same slots:
+    // the same function (often called from another of its call sites), with the same caller,
+    // unless those slots changed. A caller's rbp counts only where the walk on uses it.
+    if (r >= 0 && t->rev[r].rsp == rsp && t->rev[r].step == rule && (!t->rev[r].needsRbp || t->rev[r].rbp == rbp) &&
+        r + 1 + j <= kTraceCap) {
+      if (suffixHolds(t, r)) {
+        if (t->rev[r].pc == pc) {
+          keep = r + 1;
+        } else {  // this frame is new, the ones outside it are not
+          Frame& f = fresh[j++];
+          f = t->rev[r];
+          f.pc = pc;
+          f.rbp = rbp;
+          keep = r;
+        }
+        break;
+      }
+      // Not the caller it had (another call site at this depth), or the stack outside changed:
+      // try further out, a few times (each try fails at its first changed slot).
+      r = --retries > 0 ? r - 1 : -1;
+    }
     Frame& f = fresh[j++];
     f.pc = pc;
     f.rsp = rsp;
     f.rbp = rbp;
     f.raSlot = f.rbpSlot = 0;
-    f.rule = 0;
+    f.step = 0;
     if (rule & kEnd) break;
-    f.rule = (rule & kRbpBase ? uint32_t{kUsesRbp} : 0u) | (rule & kRbpSaved ? uint32_t{kSavesRbp} : 0u);
+    f.step = rule;
     uint64_t cfa = ((rule & kRbpBase) ? rbp : rsp) + static_cast<int64_t>(cfaOff(rule));
     if (cfa <= rsp) return fallback(t, out);  // the stack must grow towards the caller
     uint64_t raSlot = cfa + static_cast<int64_t>(raOff(rule));
@@ -455,7 +484,7 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
     dst = fresh[i];
     h = wire::hashStep(h, dst.pc);
     dst.hash = h;
-    needs = (dst.rule & kUsesRbp) || (!(dst.rule & kSavesRbp) && needs);
+    needs = (dst.step & kRbpBase) || (!(dst.step & kRbpSaved) && needs);
     dst.needsRbp = needs ? 1 : 0;
   }
   t->n = static_cast<uint32_t>(keep + j);

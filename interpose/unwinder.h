@@ -6,10 +6,12 @@
 // allocations come from a call path the same thread walked a moment ago, so the walk keeps the
 // thread's last trace: for each frame the state it was entered with (pc, rsp, rbp) and the stack
 // slots its step read (return address, saved rbp). A new capture walks fresh frames from the top
-// until it reaches a state equal to one of the last trace's frames; from there on the walk is a
-// function of that state and the slots it reads (the rules per pc are fixed while the code stays
-// mapped), so when every one of those slots still holds the value read last time, the rest of the
-// trace is the same and is reused. The check reads one or two words per frame, all independent
+// until it reaches a frame at the same rsp (and rbp, where used) as one of the last trace's frames
+// whose step follows the same rule (the same function, called from another of its call sites, has
+// the same CFA offset and save slots); from there on the walk is a function of that state and the
+// slots it reads (the rules per pc are fixed while the code stays mapped), so when every one of
+// those slots still holds the value read last time, the rest of the trace is the same and is
+// reused. The check reads one or two words per frame, all independent
 // loads. Nothing is guessed: a mismatch, an unknown rule, a signal frame, a CFA expression, a
 // frame outside any file-backed module all fall back to a full walk or to unw_backtrace.
 //
@@ -41,8 +43,8 @@ struct Frame {
   uint64_t pc, rsp, rbp;
   uint64_t raSlot, rbpSlot;
   uint64_t hash;      // wire::hashFrames of this frame and all outer ones (suffix hash)
-  uint32_t rule;      // kUsesRbp / kSavesRbp of the step taken here
-  uint32_t needsRbp;  // the walk from here on depends on the incoming rbp
+  uint64_t step;      // the rule of the step taken here (0: none, the outermost frame)
+  uint64_t needsRbp;  // the walk from here on depends on the incoming rbp
 };
 
 // A thread's last trace, outermost frame first (so a reused outer part stays in place).
