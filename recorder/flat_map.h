@@ -5,9 +5,14 @@
 // backward-shift deletion so alloc/free churn leaves no tombstones behind.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
 #include <utility>
 
 namespace memledger::recorder {
@@ -16,6 +21,9 @@ template <class V>
 class FlatMap {
  public:
   explicit FlatMap(size_t initialCapacity = 16) { allocate(roundUp(initialCapacity)); }
+  ~FlatMap() { freeSlots(slots_, capacity()); }
+  FlatMap(const FlatMap&) = delete;
+  FlatMap& operator=(const FlatMap&) = delete;
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -86,6 +94,7 @@ class FlatMap {
 
   // Drops every entry and gives the memory back (a closed image keeps no live set).
   void release() {
+    freeSlots(slots_, capacity());
     allocate(16);
   }
 
@@ -104,8 +113,32 @@ class FlatMap {
   size_t home(uint64_t key) const {
     return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
   }
+  // Slots come zeroed (key 0: empty) and aligned to a cache line, so a slot of 16 or 32 bytes
+  // never spans two lines. Large tables are mapped directly: the kernel's zero pages need no
+  // memset, and freeing them gives the memory back at once.
+  static constexpr size_t kMapBytes = size_t{1} << 20;
+  static_assert(std::is_trivially_copyable_v<Slot>, "slots are moved as bytes and start as zeros");
+  static Slot* allocSlots(size_t cap) {
+    size_t bytes = cap * sizeof(Slot);
+    void* p;
+    if (bytes >= kMapBytes) {
+      p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+    } else {
+      p = std::aligned_alloc(64, bytes < 64 ? 64 : bytes);
+      if (!p) throw std::bad_alloc();
+      std::memset(p, 0, bytes);
+    }
+    return static_cast<Slot*>(p);
+  }
+  static void freeSlots(Slot* p, size_t cap) {
+    if (!p) return;
+    size_t bytes = cap * sizeof(Slot);
+    if (bytes >= kMapBytes) munmap(p, bytes);
+    else std::free(p);
+  }
   void allocate(size_t cap) {
-    slots_.reset(new Slot[cap]());
+    slots_ = allocSlots(cap);
     mask_ = cap - 1;
     size_ = 0;
     int bits = 0;
@@ -113,19 +146,20 @@ class FlatMap {
     shift_ = 64 - bits;
   }
   void grow() {
-    std::unique_ptr<Slot[]> old = std::move(slots_);
+    Slot* old = slots_;
     size_t oldCap = capacity();
     allocate(oldCap * 2);
     for (size_t k = 0; k < oldCap; ++k) {
       if (!old[k].key) continue;
       size_t i = home(old[k].key);
       while (slots_[i].key) i = (i + 1) & mask_;
-      slots_[i] = std::move(old[k]);
+      slots_[i] = old[k];
       ++size_;
     }
+    freeSlots(old, oldCap);
   }
 
-  std::unique_ptr<Slot[]> slots_;
+  Slot* slots_ = nullptr;
   size_t mask_ = 0;
   size_t size_ = 0;
   int shift_ = 60;

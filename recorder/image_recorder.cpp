@@ -279,7 +279,8 @@ void ImageRecorder::onAlloc(const Decoded& r) {
     LiveBlock old = *blk;
     freeBlock(r.a, old, t, Op::Free, /*missed=*/true);
   }
-  *blk = LiveBlock{r.b, t, site, r.tid, reallocOf, chain, op, static_cast<uint8_t>(r.kind)};
+  *blk = LiveBlock::make(r.b, t, site, r.tid, chain, op, static_cast<uint8_t>(r.kind), reallocOf != 0);
+  if (reallocOf) *reallocOf_.insert(r.a ? r.a : ~uint64_t{0}).first = reallocOf;
 
   Site& s = sites_[site];
   touch(s);
@@ -302,7 +303,7 @@ void ImageRecorder::onFree(const Decoded& r) {
   uint16_t chain = 0;
   if (r.a && live.erase(r.a, &b)) {
     row = freeBlock(r.a, b, t, static_cast<Op>(op), /*missed=*/false);
-    chain = b.chain;
+    chain = b.chain();
   } else if (r.a) {
     ++unknownFrees_;  // e.g. a fork child freeing a block its parent allocated
   }
@@ -316,11 +317,12 @@ uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t,
                                   bool missed) {
   Site& s = sites_[b.site];
   touch(s);
-  uint64_t lifetime = t > b.t_alloc ? t - b.t_alloc : 0;
+  uint64_t lifetime = t > b.tAlloc() ? t - b.tAlloc() : 0;
+  uint64_t size = b.size();
   ++s.free_count;
-  s.freed_bytes += b.size;
+  s.freed_bytes += size;
   --s.cur_count;
-  s.cur_bytes -= b.size;
+  s.cur_bytes -= size;
   s.lifetime_ns_sum += lifetime;
   // A realloc is a resize, not a short use: it never makes the old block a temporary.
   if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
@@ -328,31 +330,38 @@ uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t,
                                                             : threads_.find(uint64_t{b.tid} + 1);
     if (owner && owner->lastAlloc == addr) {
       ++s.temp_count;
-      s.temp_bytes += b.size;
+      s.temp_bytes += size;
       owner->lastAlloc = 0;
     }
   }
+  uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
-  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t);
+  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
   ++bucket_.frees;
-  heapChanged(-static_cast<int64_t>(b.size), t);
+  heapChanged(-static_cast<int64_t>(size), t);
   return row;
 }
 
+uint32_t ImageRecorder::takeReallocOf(const LiveBlock& b, uint64_t address) {
+  uint32_t id = 0;
+  if (b.hasReallocOf()) reallocOf_.erase(address ? address : ~uint64_t{0}, &id);
+  return id;
+}
+
 uint32_t ImageRecorder::writeAllocation(const LiveBlock& b, uint64_t address,
-                                        std::optional<uint64_t> tFree) {
+                                        std::optional<uint64_t> tFree, uint32_t reallocOf) {
   AllocationRow row;
   row.id = rec_.nextAllocationId();
   row.image_id = id_;
   row.tid = b.tid;
-  row.kind = kindName(b.kind);
-  row.op = opName(b.op);
+  row.kind = kindName(b.kind());
+  row.op = opName(b.op());
   row.address = address;
-  row.size = b.size;
+  row.size = b.size();
   row.stack_id = sites_[b.site].stack_id;
-  row.t_alloc = b.t_alloc;
+  row.t_alloc = b.tAlloc();
   row.t_free = tFree;
-  if (b.realloc_of) row.realloc_of = b.realloc_of;
+  if (reallocOf) row.realloc_of = reallocOf;
   db_.insertAllocation(row);
   return static_cast<uint32_t>(row.id);
 }
@@ -418,7 +427,7 @@ void ImageRecorder::endMapping(uint32_t index, uint64_t t) {
   --s.cur_count;
   s.lifetime_ns_sum += lifetime;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) {
-    LiveBlock b{m.size, m.t_alloc, m.site, m.tid, 0, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap)};
+    auto b = LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap), false);
     writeAllocation(b, m.address, t);
   }
   ++bucket_.frees;
@@ -453,14 +462,15 @@ void ImageRecorder::close(uint64_t ts) {
   flushBucket();
   // Whatever is still live is a leak of this image: one row each, never freed.
   auto leak = [this](uint64_t key, LiveBlock& b) {
-    writeAllocation(b, key == ~uint64_t{0} ? 0 : key, std::nullopt);
+    uint64_t address = key == ~uint64_t{0} ? 0 : key;
+    writeAllocation(b, address, std::nullopt, takeReallocOf(b, address));
   };
   heap_.forEach(leak);
   custom_.forEach(leak);
   for (auto& [start, range] : ranges_) {
     Mapping& m = mappings_[range.mapping];
     if (m.remaining == 0) continue;
-    LiveBlock b{m.size, m.t_alloc, m.site, m.tid, 0, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap)};
+    auto b = LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap), false);
     writeAllocation(b, m.address, std::nullopt);
     m.remaining = 0;  // one row per mapping, however many pieces it was split into
   }
@@ -497,6 +507,7 @@ void ImageRecorder::close(uint64_t ts) {
   }
   heap_.release();
   custom_.release();
+  reallocOf_.release();
   ranges_.clear();
   std::vector<Mapping>().swap(mappings_);
   std::vector<uint32_t>().swap(freeMappings_);

@@ -107,16 +107,31 @@ class ImageRecorder final : public RecordSink {
     uint32_t frameOff, frameCount;
     int32_t site[static_cast<int>(wire::AllocKind::Count)];
   };
-  struct LiveBlock {  // 32 bytes: the live set is the recorder's biggest structure
-    uint64_t size;
-    uint64_t t_alloc;
+  // 24 bytes, so a live-set slot (key + block) is 32 and never straddles a cache line: the live
+  // set is the recorder's biggest structure and each event misses the cache on it once.
+  struct LiveBlock {
+    uint64_t sizeChain;  // size (low 48 bits) | reallocs of this block so far (high 16)
+    uint64_t tOpKind;    // t_alloc (low 56 bits) | op (5) | kind (2) | has a realloc_of (1)
     uint32_t site;
     uint32_t tid;
-    uint32_t realloc_of;  // allocations.id of the block this one was realloc'ed from, 0: none
-    uint16_t chain;       // reallocs of this block so far
-    uint8_t op;
-    uint8_t kind;
+
+    static LiveBlock make(uint64_t size, uint64_t t, uint32_t site, uint32_t tid, uint16_t chain,
+                          uint8_t op, uint8_t kind, bool hasReallocOf) {
+      return LiveBlock{(size & kSizeMask) | (uint64_t{chain} << 48),
+                       (t & kTimeMask) | (uint64_t{op} & 31) << 56 | (uint64_t{kind} & 3) << 61 |
+                           (hasReallocOf ? 1ull << 63 : 0),
+                       site, tid};
+    }
+    uint64_t size() const { return sizeChain & kSizeMask; }
+    uint16_t chain() const { return static_cast<uint16_t>(sizeChain >> 48); }
+    uint64_t tAlloc() const { return tOpKind & kTimeMask; }
+    uint8_t op() const { return static_cast<uint8_t>((tOpKind >> 56) & 31); }
+    uint8_t kind() const { return static_cast<uint8_t>((tOpKind >> 61) & 3); }
+    bool hasReallocOf() const { return tOpKind >> 63; }
+    static constexpr uint64_t kSizeMask = (1ull << 48) - 1;  // 256 TiB
+    static constexpr uint64_t kTimeMask = (1ull << 56) - 1;  // 2.2 years of nanoseconds
   };
+  static_assert(sizeof(LiveBlock) == 24);
   struct Mapping {  // one mmap call; its address range may be split by partial munmaps
     uint64_t address, size, remaining, t_alloc;
     uint32_t site, tid;
@@ -161,7 +176,9 @@ class ImageRecorder final : public RecordSink {
   // Returns the allocations row written for the block, 0 when it was folded.
   uint32_t freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t, wire::Op op, bool missed);
   void endMapping(uint32_t index, uint64_t t);
-  uint32_t writeAllocation(const LiveBlock& b, uint64_t address, std::optional<uint64_t> tFree);
+  uint32_t writeAllocation(const LiveBlock& b, uint64_t address, std::optional<uint64_t> tFree,
+                           uint32_t reallocOf = 0);
+  uint32_t takeReallocOf(const LiveBlock& b, uint64_t address);
   void applySamples(uint64_t t);
 
   Recording& rec_;
@@ -199,6 +216,9 @@ class ImageRecorder final : public RecordSink {
 
   FlatMap<LiveBlock> heap_;    // malloc/new family
   FlatMap<LiveBlock> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
+  // allocations.id of the block a live heap block was realloc'ed from, by address: only blocks
+  // whose old block got a row (--fold-ms, --no-fold) have one, so it stays out of LiveBlock.
+  FlatMap<uint32_t> reallocOf_;
   std::map<uint64_t, Range> ranges_;  // anonymous mmap, by start address
   std::vector<Mapping> mappings_;
   std::vector<uint32_t> freeMappings_;
