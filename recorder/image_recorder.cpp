@@ -514,8 +514,8 @@ void ImageRecorder::close(uint64_t ts) {
   threads_.release();
   lastThread_ = nullptr;
   ipByAddress_.release();
-  pathNodes_.release();  // nothing more is interned here (fork children ask stackFrames())
-  std::vector<TreeNode>().swap(treeNodes_);
+  pathNodes_.release();  // nothing more is interned here (fork children ask stackFrames(), which
+                        // reads treeNodes_ and addressByIp_)
   closed_ = true;
 }
 

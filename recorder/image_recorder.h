@@ -104,7 +104,7 @@ class ImageRecorder final : public RecordSink {
  private:
   struct StackInfo {
     int64_t dbId;
-    uint32_t frameOff, frameCount;
+    uint32_t node;  // its innermost frame's node in treeNodes_ (0: the empty stack)
     int32_t site[static_cast<int>(wire::AllocKind::Count)];
   };
   // 24 bytes, so a live-set slot (key + block) is 32 and never straddles a cache line: the live
@@ -191,8 +191,8 @@ class ImageRecorder final : public RecordSink {
 
   FlatMap<uint32_t> stackByHash_;
   std::vector<StackInfo> stacks_;
-  std::vector<uint64_t> frameArena_;
   FlatMap<uint32_t> ipByAddress_;
+  FlatMap<uint64_t> addressByIp_;  // ips.id -> address, for stackFrames() (kept after close)
   // The stack tree in memory, one node per distinct frame path from the outermost frame; `row`
   // is the stacks.id of the row whose whole stack is exactly this path (0: none yet).
   struct TreeNode {

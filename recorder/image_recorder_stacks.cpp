@@ -10,6 +10,7 @@ uint32_t ImageRecorder::ipId(uint64_t address) {
   if (isNew) {
     *id = rec_.nextIpId();
     db_.insertIp(*id, id_, address);
+    *addressByIp_.insert(*id).first = address;
   }
   return *id;
 }
@@ -33,8 +34,7 @@ uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_
     }
     same = index + 1;
   }
-  StackInfo st{leaf, static_cast<uint32_t>(frameArena_.size()), static_cast<uint32_t>(n), {-1, -1, -1, -1}};
-  frameArena_.insert(frameArena_.end(), frames, frames + n);
+  StackInfo st{leaf, n ? leafNode_ : 0, {-1, -1, -1, -1}};
   stacks_.push_back(st);
   return index;
 }
@@ -110,9 +110,12 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n) {
 
 bool ImageRecorder::stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const {
   if (const uint32_t* idx = stackByHash_.find(hash)) {
-    const StackInfo& st = stacks_[*idx];
-    frames->assign(frameArena_.begin() + st.frameOff,
-                   frameArena_.begin() + st.frameOff + st.frameCount);
+    // The path from its node to the root, innermost frame first (the tree keeps every frame).
+    frames->clear();
+    for (uint32_t node = stacks_[*idx].node; node != 0; node = treeNodes_[node].parent) {
+      const uint64_t* address = addressByIp_.find(treeNodes_[node].ip);
+      frames->push_back(address ? *address : 0);
+    }
     return true;
   }
   return forkParent_ && forkParent_->stackFrames(hash, frames);
