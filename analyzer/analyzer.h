@@ -77,10 +77,18 @@ struct RecordingInfo {
   std::optional<int64_t> peak_image;  // image id of the largest heap peak
 };
 
+struct OpenOptions {
+  // A compressed recording (recorder/compress.h) is decompressed into memory up to this size,
+  // beyond it into a temporary file under $TMPDIR, removed when the recording is closed.
+  uint64_t max_in_memory = uint64_t(512) << 20;
+};
+
 class Recording {
  public:
   // Throws RecordingError. Opens with SQLITE_OPEN_READONLY and checks meta + user_version.
+  // Plain SQLite files and compressed ones (zstd) alike.
   static Recording open(const std::string& path);
+  static Recording open(const std::string& path, const OpenOptions& options);
   ~Recording();
   Recording(Recording&&) noexcept;
   Recording& operator=(Recording&&) noexcept;

@@ -1,6 +1,7 @@
 // Opening a recording read-only, telling every kind of bad file apart, and decoding stacks.
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/inflate.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -35,17 +37,14 @@ uint32_t be32(const unsigned char* p) {
 
 // SQLite opens lazily and happily reads a truncated file until it meets a missing page, so the
 // header is checked first: a database whose header promises more pages than the file holds was cut.
-void checkHeader(const std::string& path, uint64_t fileSize) {
+// `path` names the recording in messages; h holds the first `got` bytes of fileSize.
+void checkHeaderBytes(const std::string& path, const unsigned char* h, size_t got, uint64_t fileSize) {
   if (fileSize == 0) throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
-  unsigned char h[100] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(h), sizeof h);
-  auto got = static_cast<size_t>(in.gcount());
   static const char kMagic[16] = "SQLite format 3";  // includes the trailing NUL
   size_t cmp = std::min<size_t>(got, sizeof kMagic);
   if (std::memcmp(h, kMagic, cmp) != 0)
     throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
-  if (got < sizeof h) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+  if (got < 100) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
   uint32_t pageSize = (uint32_t(h[16]) << 8) | h[17];
   if (pageSize == 1) pageSize = 65536;
   if (pageSize < 512 || (pageSize & (pageSize - 1)) != 0)
@@ -55,6 +54,13 @@ void checkHeader(const std::string& path, uint64_t fileSize) {
   if (fileSize % pageSize != 0) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
   if (sizeValid && uint64_t(pages) * pageSize > fileSize)
     throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
+
+void checkHeader(const std::string& file, const std::string& path, uint64_t fileSize) {
+  unsigned char h[100] = {};
+  std::ifstream in(file, std::ios::binary);
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  checkHeaderBytes(path, h, static_cast<size_t>(in.gcount()), fileSize);
 }
 
 int64_t toInt(const std::string& s, int64_t fallback = 0) {
@@ -78,6 +84,7 @@ struct Recording::Impl {
   mutable std::unique_ptr<detail::StackIps> stackIps;
   mutable sqlite3_stmt* ipStmt = nullptr;
   mutable sqlite3_stmt* framesStmt = nullptr;
+  std::string tempFile;  // a large compressed recording decompressed here; removed on close
 
   // The frames of one ip (inline chain, innermost first), read once. Node-based map: references
   // stay valid as it grows (Recording::stackFrames hands out pointers into it).
@@ -88,22 +95,42 @@ struct Recording::Impl {
     sqlite3_finalize(ipStmt);
     sqlite3_finalize(framesStmt);
     if (db) sqlite3_close(db);
+    if (!tempFile.empty()) ::unlink(tempFile.c_str());
   }
 };
 
 namespace {
 
-sqlite3* openDb(const std::string& path, bool immutable) {
+// `file` is opened; `path` (the recording the user named) is what messages say.
+sqlite3* openDb(const std::string& file, const std::string& path, bool immutable) {
   sqlite3* db = nullptr;
   int rc;
   if (immutable) {
     // A recorder killed mid-transaction leaves a hot journal that a read-only connection may not
     // roll back; reading the file as it is still shows everything committed before the kill.
-    char* uri = sqlite3_mprintf("file:%q?immutable=1", path.c_str());
+    char* uri = sqlite3_mprintf("file:%q?immutable=1", file.c_str());
     rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     sqlite3_free(uri);
   } else {
-    rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  }
+  if (rc != SQLITE_OK) {
+    sqlite3_close(db);
+    throwFor(rc, path);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+// A decompressed recording held in memory: SQLite reads it in place, read-only, and frees it.
+sqlite3* openInMemory(detail::Inflated& inflated, const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc == SQLITE_OK) {
+    auto size = static_cast<sqlite3_int64>(inflated.size);
+    // Freed by SQLite from here on, even when deserialize fails.
+    rc = sqlite3_deserialize(db, "main", inflated.bytes.release(), size, size,
+                             SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE);
   }
   if (rc != SQLITE_OK) {
     sqlite3_close(db);
@@ -140,7 +167,9 @@ Recording::~Recording() = default;
 Recording::Recording(Recording&&) noexcept = default;
 Recording& Recording::operator=(Recording&&) noexcept = default;
 
-Recording Recording::open(const std::string& path) {
+Recording Recording::open(const std::string& path) { return open(path, OpenOptions{}); }
+
+Recording Recording::open(const std::string& path, const OpenOptions& options) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     int err = errno;
@@ -150,17 +179,34 @@ Recording Recording::open(const std::string& path) {
   if (S_ISDIR(st.st_mode))
     throw RecordingError(ErrorKind::NotFound, path,
                          "memledger: cannot open '" + path + "': " + std::strerror(EISDIR));
-  checkHeader(path, static_cast<uint64_t>(st.st_size));
 
   auto impl = std::make_unique<Impl>();
   impl->info.path = path;
-  impl->db = openDb(path, false);
   bool hasMeta = false;
-  int rc = probeMeta(impl->db, hasMeta);
-  if (rc != SQLITE_OK && needsImmutable(rc)) {
-    sqlite3_close(impl->db);
-    impl->db = openDb(path, true);
+  int rc;
+  if (detail::isCompressedRecording(path)) {
+    // Compressed on exit (recorder/compress.h): the same SQLite file inside one zstd frame. Past
+    // the in-memory limit it goes to a private temporary file, which nobody else writes.
+    detail::Inflated inflated = detail::inflateRecording(path, static_cast<uint64_t>(st.st_size),
+                                                         options.max_in_memory);
+    if (!inflated.tempPath.empty()) {
+      impl->tempFile = inflated.tempPath;
+      checkHeader(impl->tempFile, path, inflated.size);
+      impl->db = openDb(impl->tempFile, path, true);
+    } else {
+      checkHeaderBytes(path, inflated.bytes.get(), std::min<uint64_t>(inflated.size, 100), inflated.size);
+      impl->db = openInMemory(inflated, path);
+    }
     rc = probeMeta(impl->db, hasMeta);
+  } else {
+    checkHeader(path, path, static_cast<uint64_t>(st.st_size));
+    impl->db = openDb(path, path, false);
+    rc = probeMeta(impl->db, hasMeta);
+    if (rc != SQLITE_OK && needsImmutable(rc)) {
+      sqlite3_close(impl->db);
+      impl->db = openDb(path, path, true);
+      rc = probeMeta(impl->db, hasMeta);
+    }
   }
   if (rc != SQLITE_OK) throwFor(rc, path);
   if (!hasMeta) throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));

@@ -127,7 +127,8 @@ std::string joined(const std::vector<std::string>& argv) {
   return s;
 }
 
-int runPerTest(const Options& o, const std::string& dir) {
+// keep: the recordings stay in --record-dir (compressed, like any kept recording).
+int runPerTest(const Options& o, const std::string& dir, bool keep) {
   std::vector<GTestCase> tests;
   std::string why = listGTests(o.program, tests);
   if (!why.empty()) {
@@ -142,7 +143,7 @@ int runPerTest(const Options& o, const std::string& dir) {
     argv.push_back("--gtest_filter=" + t.fullName());
     std::string db = dir + "/test-" + std::to_string(i) + ".db";
     std::fflush(stdout);
-    int status = recordProgram(db, argv);
+    int status = recordProgram(db, argv, keep);
     if (access(db.c_str(), F_OK) != 0) {
       std::fprintf(stderr, "memledger: recording %s failed (status %d)\n", t.fullName().c_str(), status);
       return status == 126 || status == 127 ? status : 2;
@@ -173,10 +174,10 @@ int runChecks(const Options& o) {
     std::string path;
     ~Cleanup() { removeTree(path); }
   } cleanup{temporary ? dir : std::string()};
-  if (o.perTest) return runPerTest(o, dir);
+  if (o.perTest) return runPerTest(o, dir, !temporary);
   std::string db = dir + "/check.db";
   std::fflush(stdout);
-  int status = recordProgram(db, o.program);
+  int status = recordProgram(db, o.program, !temporary);
   if (access(db.c_str(), F_OK) != 0) {
     if (status == 126 || status == 127) return status;
     std::fprintf(stderr, "memledger: recording failed (status %d)\n", status);

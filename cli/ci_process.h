@@ -18,8 +18,9 @@ ChildResult runChild(const std::vector<std::string>& argv);
 ChildResult runChildCapture(const std::vector<std::string>& argv);
 
 // `<selfDir>/memledger record -o dbPath -- program...`; returns record's status (the program's
-// own status passed through, 126/127 when it could not be started).
-int recordProgram(const std::string& dbPath, const std::vector<std::string>& program);
+// own status passed through, 126/127 when it could not be started). compress=false adds
+// --no-compress: a recording read once and deleted is not worth compressing.
+int recordProgram(const std::string& dbPath, const std::vector<std::string>& program, bool compress);
 
 // A fresh private directory under $TMPDIR (or /tmp); empty string on failure.
 std::string makeTempDir();

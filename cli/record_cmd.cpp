@@ -82,9 +82,9 @@ int cmdRecord(int argc, char** argv) {
     if (takesValue && i + 1 < argc) ours.push_back(argv[++i]);
   }
 
-  CLI::App app{"Record a program's memory into one SQLite file", "memledger record"};
+  CLI::App app{"Record a program's memory into one SQLite file (zstd-compressed once complete)", "memledger record"};
   std::string output;
-  bool force = false, noFollow = false, noFold = false, noSymbols = false;
+  bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false;
   double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
@@ -97,6 +97,9 @@ int cmdRecord(int argc, char** argv) {
                       ->check(CLI::NonNegativeNumber);
   app.add_option("--bucket-ms", bucketMs, "timeline bucket width")->check(CLI::PositiveNumber);
   app.add_flag("--no-symbols", noSymbols, "skip symbolization at the end (frames stay empty)");
+  app.add_flag("--no-compress", noCompress,
+               "keep FILE plain SQLite (default: once the recording is complete it is compressed "
+               "with zstd; `zstd -d < FILE > plain.db` gives the SQLite file back)");
   std::vector<char*> cargv;
   for (std::string& s : ours) cargv.push_back(s.data());
   try {
@@ -143,6 +146,7 @@ int cmdRecord(int argc, char** argv) {
   opt.preload = preload;
   opt.followChildren = !noFollow;
   opt.symbolize = !noSymbols;
+  opt.compress = !noCompress;
   opt.warnIfNothingRegisters = !bin.isStatic && !bin.secure;
   opt.recording.fold = !noFold;
   opt.recording.fold_threshold_ns =

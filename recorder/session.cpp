@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <atomic>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "compress.h"
 #include "db_writer.h"
 #include "launch.h"
 #include "proc_sample.h"
@@ -430,6 +432,16 @@ int runSession(const SessionOptions& optIn) {
   if (!db->ok()) {
     std::fprintf(stderr, "memledger: error writing '%s': %s\n", opt.output.c_str(), db->error().c_str());
     return code ? code : 2;
+  }
+  if (opt.compress) {
+    CompressStats cs;
+    if (!compressRecording(opt.output, &cs, &err))
+      std::fprintf(stderr, "memledger: warning: could not compress '%s' (it stays plain SQLite): %s\n",
+                   opt.output.c_str(), err.c_str());
+    else if (std::getenv("MEMLEDGER_COMPRESS_STATS"))
+      std::fprintf(stderr, "memledger: compressed %llu -> %llu bytes (zstd level %d, %d workers) in %.3f s\n",
+                   static_cast<unsigned long long>(cs.plainBytes), static_cast<unsigned long long>(cs.compressedBytes),
+                   cs.level.level, cs.level.workers, cs.seconds);
   }
   std::fprintf(stderr, "memledger: recording written to %s\n", opt.output.c_str());
   return code;

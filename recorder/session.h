@@ -1,6 +1,6 @@
 // One `memledger record` run: the private directory and control socket, the program started
 // under the preload library, the event loop (registrations, ring draining, deaths, signals, /proc
-// samples) and the finished file (symbols, indexes, complete=1).
+// samples) and the finished file (symbols, indexes, complete=1, then compressed: compress.h).
 //
 // Event loop, single-threaded: poll() on the control socket, a signalfd (SIGCHLD and the signals
 // forwarded to the program) and one pidfd per registered image, with a 1 ms timeout. Every round
@@ -30,6 +30,7 @@ struct SessionOptions {
   std::string preload;            // absolute path of libmemledger_preload.so
   bool followChildren = true;
   bool symbolize = true;
+  bool compress = true;           // compress the finished file (compress.h); false keeps plain SQLite
   bool warnIfNothingRegisters = true;  // false when the caller already warned (static binary)
   RecordingOptions recording;     // origin_ns is set by runSession
   std::string version;            // memledger's version, for meta

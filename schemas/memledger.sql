@@ -6,6 +6,10 @@
 -- Times are nanoseconds since the recording started (meta 'start_monotonic_ns' is that origin
 -- on CLOCK_MONOTONIC).
 -- The recorder writes everything below; the analyzer and GUI open the file read-only.
+-- On disk a finished recording is, by default, this SQLite database compressed as one zstd frame
+-- (magic 28 B5 2F FD, content size and checksum set: recorder/compress.h); a recording made with
+-- `record --no-compress`, or left by a recorder that did not finish, is the plain database.
+-- Readers open both; the compression is no part of the schema version.
 -- Version 2 (this file): by default `allocations` holds only the blocks live at the end of their
 -- process (meta allocation_rows = 'leaks'); per-site activity over time is in `site_timeline`;
 -- `stacks` is a tree (stacks.parent_id: a row's ips are only its own innermost frames). A

@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   libunwind-dev            # stacks (dlopen'ed by the preload library, see PLATFORM.md)
   libsqlite3-dev sqlite3   # the recording; sqlite3 is also a traced program in the tests
+  libzstd-dev              # recordings are compressed when the recorder finishes
   nlohmann-json3-dev       # every JSON in and out
   libcli11-dev             # the command line
   libdw-dev libelf-dev     # DWARF symbolization (inline frames), as perf and hotspot use

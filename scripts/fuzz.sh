@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh [SECONDS]      (default 60)
 # Builds the libFuzzer target with clang in build-fuzz/ (ASan + UBSan, the analyzer instrumented
 # too), makes a seed corpus (a synthetic recording from schemas/ + fuzz/seed_recording.sql, real
-# recordings when build/bin/memledger exists, and empty/random/truncated/foreign files) and runs.
+# recordings when build/bin/memledger exists, compressed and plain, and empty/random/truncated/foreign
+# files) and runs.
 # Exit 0: no crash found. Otherwise libFuzzer's status, with the crashing input in build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +61,10 @@ if [[ -x "$seedbuild/bin/memledger" && -x "$seedbuild/samples/rel_fork" ]]; then
     "$seedbuild/bin/memledger" record -o "$out" -- "$seedbuild/samples/rel_fork" $args >/dev/null 2>&1 || true
     [[ -s "$out" ]] && head -c "$(( $(stat -c %s "$out") / 2 ))" "$out" > "${out%.db}-truncated.db"
   done
+  # `record` compresses by default (the seeds above are zstd frames); one plain SQLite recording
+  # too, so that mutations also reach the SQLite reader through a real recording.
+  rm -f "$corpus/real-plain.db"
+  "$seedbuild/bin/memledger" record --no-compress -o "$corpus/real-plain.db" -- "$seedbuild/samples/rel_fork" leaf 100 0 >/dev/null 2>&1 || true
 else
   echo "fuzz.sh: no $seedbuild/bin/memledger: seeding with the synthetic recording only" >&2
 fi

@@ -135,7 +135,7 @@ TEST(BadInput, ReportOnARecordingOfANewerSchemaExits2) {
   Recorded rec = record(sample("leak_chains"));
   ASSERT_EQ(rec.program.status, 0) << rec.program.err;
   const std::string newer = rec.dir->file("newer.db");
-  std::filesystem::copy_file(rec.db, newer);
+  std::filesystem::copy_file(memledger::test::plainRecording(rec.db), newer);
   execSql(newer, "PRAGMA user_version = 99;");
   RunResult r = report(newer);
   EXPECT_EQ(r.status, 2);
@@ -145,11 +145,12 @@ TEST(BadInput, ReportOnARecordingOfANewerSchemaExits2) {
   EXPECT_EQ(report(rec.db).status, 0);
 }
 
+// The plain SQLite file cut in half (a compressed one: CompressedRecordingTest).
 TEST(BadInput, ReportOnATruncatedRecordingExits2) {
   Recorded rec = record(sample("leak_chains"));
   ASSERT_EQ(rec.program.status, 0) << rec.program.err;
   const std::string cut = rec.dir->file("cut.db");
-  std::string bytes = readFile(rec.db);
+  std::string bytes = readFile(memledger::test::plainRecording(rec.db));
   ASSERT_GT(bytes.size(), 8192u);
   writeFile(cut, bytes.substr(0, bytes.size() / 2));
   RunResult r = report(cut);

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <zstd.h>
 
 #ifndef MEMLEDGER_BINARY_DIR
 #error "MEMLEDGER_BINARY_DIR must be defined (tests/CMakeLists.txt does)"
@@ -363,11 +365,45 @@ std::vector<json> processesWhere(const json& report, Pred pred) {
   return found;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Compressed recordings: `record` compresses the finished file with zstd (recorder/compress.h).
+
+inline std::string fileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline bool isCompressed(const std::string& path) {
+  return fileBytes(path).rfind(std::string("\x28\xB5\x2F\xFD", 4), 0) == 0;
+}
+
+inline bool isPlainSqlite(const std::string& path) {
+  return fileBytes(path).rfind(std::string("SQLite format 3\0", 16), 0) == 0;
+}
+
+// The plain SQLite file of a recording, for tests that read its tables directly: the file itself
+// when it is not compressed, else a copy beside it (<db>.plain.db) decompressed with libzstd
+// directly (not through memledger's reader, which other tests check against it).
+inline std::string plainRecording(const std::string& db) {
+  if (!isCompressed(db)) return db;
+  std::string packed = fileBytes(db);
+  unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1ull << 32))
+    throw std::runtime_error("plainRecording: no usable zstd frame header in " + db);
+  std::string plain(size, '\0');
+  size_t got = ZSTD_decompress(plain.data(), plain.size(), packed.data(), packed.size());
+  if (ZSTD_isError(got) || got != size) throw std::runtime_error("plainRecording: cannot decompress " + db);
+  std::string out = db + ".plain.db";
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << plain;
+  return out;
+}
+
 // One integer from a recording, read directly with SQLite (independent of the report code);
 // -1 when the file or the query fails.
-inline int64_t sqlInt(const std::string& db, const char* sql) {
+inline int64_t sqlInt(const std::string& dbFile, const char* sql) {
   sqlite3* h = nullptr;
   int64_t v = -1;
+  std::string db = plainRecording(dbFile);
   if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(h, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)

@@ -40,9 +40,16 @@ const std::string& goodRecording() {
     std::string path = filesDir().file("good.db");
     auto rec = run({memledgerBinary(), "record", "-o", path, "--", relSample("rel_fork"), "leaf", "100", "0"});
     if (rec.status != 0) throw std::runtime_error("cannot record the good recording: " + rec.err);
+    if (!memledger::test::isCompressed(path)) throw std::runtime_error("record did not compress " + path);
     return path;
   }();
   return good;
+}
+
+// The good recording as plain SQLite (`record` compresses by default), for damage done to SQLite.
+const std::string& plainGood() {
+  static std::string plain = memledger::test::plainRecording(goodRecording());
+  return plain;
 }
 
 // The bad file called `name`, made on first use.
@@ -58,13 +65,26 @@ std::string badFile(const std::string& name) {
     for (auto& c : noise) c = static_cast<char>(prng());
     writeFile(path, noise);
   } else if (name == "truncated") {
+    std::string bytes = readFile(plainGood());
+    writeFile(path, bytes.substr(0, bytes.size() / 2));
+  } else if (name == "truncated_compressed") {
     std::string bytes = readFile(goodRecording());
     writeFile(path, bytes.substr(0, bytes.size() / 2));
+  } else if (name == "corrupt_compressed") {
+    // Bytes flipped inside the frame: the block decoder or the checksum must catch it.
+    std::string bytes = readFile(goodRecording());
+    for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 16; i++) bytes[i] = static_cast<char>(~bytes[i]);
+    writeFile(path, bytes);
+  } else if (name == "compressed_garbage") {
+    std::string bytes = std::string("\x28\xB5\x2F\xFD", 4);
+    std::mt19937 prng(20261201);
+    for (int i = 0; i < 4096; i++) bytes += static_cast<char>(prng());
+    writeFile(path, bytes);
   } else if (name == "foreign") {
     sqlite(path, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, customer TEXT, total REAL);"
                  "INSERT INTO invoices VALUES (1, 'ACME', 12.5);");
   } else if (name == "newer") {
-    writeFile(path, readFile(goodRecording()));
+    writeFile(path, readFile(plainGood()));
     sqlite(path, "PRAGMA user_version = 99;");
   } else if (name == "directory") {
     std::filesystem::create_directory(path);
@@ -99,7 +119,8 @@ std::vector<Case> readingCommands() {
 }
 
 std::vector<std::string> badNames() {
-  return {"missing", "empty", "random", "truncated", "foreign", "newer", "directory"};
+  return {"missing", "empty", "random", "truncated", "foreign", "newer", "directory",
+          "truncated_compressed", "corrupt_compressed", "compressed_garbage"};
 }
 
 class ReliabilityBadFile : public ::testing::TestWithParam<std::tuple<Case, std::string>> {};
@@ -127,7 +148,10 @@ TEST_P(ReliabilityBadFile, ExitsTwoWithOneLine) {
   }
   // Nothing was written over the bad file (readers open read-only).
   if (badName == "truncated") {
-    EXPECT_EQ(std::filesystem::file_size(bad), std::filesystem::file_size(goodRecording()) / 2);
+    EXPECT_EQ(std::filesystem::file_size(bad), std::filesystem::file_size(plainGood()) / 2);
+  }
+  if (badName.ends_with("_compressed")) {
+    EXPECT_NE(r.err.find("is truncated or corrupt"), std::string::npos) << cmd << "\n" << r.err;
   }
 }
 

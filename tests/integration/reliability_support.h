@@ -23,7 +23,8 @@ inline std::string relSample(const std::string& name) { return memledger::test::
 
 using Row = std::map<std::string, std::optional<std::string>>;
 
-inline std::vector<Row> query(const std::string& db, const std::string& sql) {
+inline std::vector<Row> query(const std::string& recording, const std::string& sql) {
+  std::string db = memledger::test::plainRecording(recording);
   sqlite3* handle = nullptr;
   if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     std::string why = handle ? sqlite3_errmsg(handle) : "out of memory";
