@@ -38,6 +38,36 @@ std::pair<std::string, std::string> splitSchema() {
   return {all.substr(0, at + 1), all.substr(at + 1)};
 }
 
+std::string withoutComments(const std::string& sql) {
+  // SQLite keeps each CREATE statement's text, comments included, in sqlite_schema: in every
+  // recording, ~8 KiB of the schema's column comments (1-2 KiB compressed). The commented schema
+  // is schemas/memledger.sql; the file gets the statements alone.
+  std::string out;
+  out.reserve(sql.size());
+  char quote = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (quote) {
+      out += c;
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      out += c;
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;  // keeps the newline
+      while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
+      if (i < sql.size()) out += '\n';
+    } else {
+      out += c;
+    }
+  }
+  // Blank lines left by whole-line comments.
+  std::string packed;
+  for (char c : out)
+    if (c != '\n' || (!packed.empty() && packed.back() != '\n')) packed += c;
+  return packed;
+}
+
 std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* error) {
   // Per-row costs: SQLite's allocation statistics take a global mutex per malloc (only settable
   // before SQLite is first used: later calls fail harmlessly), and the connection's own mutex is
@@ -52,7 +82,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   }
   // The file is written by this one process; WAL keeps committed batches safe if we are killed.
   if (!w->exec("PRAGMA journal_mode=WAL") || !w->exec("PRAGMA synchronous=OFF") ||
-      !w->exec("PRAGMA cache_size=-65536") || !w->exec(splitSchema().first.c_str())) {
+      !w->exec("PRAGMA cache_size=-65536") || !w->exec(withoutComments(splitSchema().first).c_str())) {
     *error = w->error_;
     return nullptr;
   }
@@ -293,7 +323,7 @@ void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& nam
 
 void DbWriter::applyFinishSchema() {
   commit();
-  std::string fin = splitSchema().second;
+  std::string fin = withoutComments(splitSchema().second);
   if (fin.empty()) return;
   exec("BEGIN");
   exec(fin.c_str());

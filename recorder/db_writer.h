@@ -122,5 +122,7 @@ class DbWriter {
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.
 std::pair<std::string, std::string> splitSchema();
+// SQL without its `--` comments (outside quotes) and blank lines: what the recorder executes.
+std::string withoutComments(const std::string& sql);
 
 }  // namespace memledger::recorder

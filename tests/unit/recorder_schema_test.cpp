@@ -1,0 +1,80 @@
+// The schema the recorder stores: schemas/memledger.sql without its comments, the same tables.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <string>
+
+#include "recorder/db_writer.h"
+#include <unistd.h>
+
+namespace {
+
+using memledger::recorder::DbWriter;
+using memledger::recorder::splitSchema;
+using memledger::recorder::withoutComments;
+
+// Every table's and index's columns (name, type, not null, default, pk), in one text.
+std::string shape(sqlite3* db) {
+  std::string out;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT m.type, m.name, p.* FROM sqlite_schema m, pragma_table_xinfo(m.name) p "
+                         "ORDER BY m.name, p.cid", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int i = 0; i < sqlite3_column_count(st); ++i) {
+      const unsigned char* t = sqlite3_column_text(st, i);
+      out += t ? reinterpret_cast<const char*>(t) : "NULL";
+      out += '|';
+    }
+    out += '\n';
+  }
+  sqlite3_finalize(st);
+  return out;
+}
+
+std::string shapeOf(const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open(":memory:", &db);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string s = shape(db);
+  sqlite3_close(db);
+  return s;
+}
+
+}  // namespace
+
+TEST(RecorderSchema, CommentsGoQuotedTextStays) {
+  EXPECT_EQ(withoutComments("-- head\n\nCREATE TABLE t (  -- why\n  a TEXT DEFAULT '--x', -- note 'q'\n  b\n);\n"),
+            "CREATE TABLE t (\n  a TEXT DEFAULT '--x',\n  b\n);\n");
+  EXPECT_EQ(withoutComments("SELECT 1; -- no newline"), "SELECT 1;");
+}
+
+TEST(RecorderSchema, StoredWithoutCommentsAsTheSameTables) {
+  auto [tables, finish] = splitSchema();
+  ASSERT_NE(tables.find("--"), std::string::npos);
+  EXPECT_EQ(shapeOf(withoutComments(tables) + withoutComments(finish)), shapeOf(tables + finish));
+
+  std::string path = (std::filesystem::temp_directory_path() / ("memledger-schema-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  w->applyFinishSchema();
+  w->close();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*), sum(instr(sql, '--') > 0) FROM sqlite_schema WHERE sql IS NOT NULL", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_GE(sqlite3_column_int(st, 0), 11);  // every table and index
+  EXPECT_EQ(sqlite3_column_int(st, 1), 0);
+  sqlite3_finalize(st);
+  int version = -1;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+  if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  EXPECT_EQ(version, memledger::recorder::kSchemaVersion);
+  EXPECT_EQ(shape(db), shapeOf(tables + finish));
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}
