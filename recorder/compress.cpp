@@ -1,6 +1,7 @@
 #include "compress.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -84,6 +85,32 @@ std::string compressStream(int in, int out, uint64_t plainBytes, CompressionLeve
   return {};
 }
 
+// VACUUM INTO a temporary beside the recording: each table's pages together and full, no free
+// space left by the recorder's interleaved inserts. 3-5% smaller compressed for ~20 ms per MB, so
+// only below kVacuumUpTo (torch_mlp's 68 MB took 0.25 s for 6%). The recording itself is not
+// touched. Returns the copy's path, or "" (then the recording is compressed as it is).
+constexpr uint64_t kVacuumUpTo = uint64_t(16) << 20;
+
+std::string vacuumedCopy(const std::string& path) {
+  std::string tmp = path + ".vacuum-XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);  // VACUUM INTO accepts an empty file
+  if (fd < 0) return {};
+  ::close(fd);
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  if (ok) {
+    char* sql = sqlite3_mprintf("VACUUM INTO %Q", tmp.c_str());
+    ok = sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_free(sql);
+  }
+  sqlite3_close(db);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return {};
+  }
+  return tmp;
+}
+
 }  // namespace
 
 CompressionLevel compressionLevelFor(uint64_t plainBytes) {
@@ -105,14 +132,26 @@ bool compressRecording(const std::string& path, CompressStats* stats, std::strin
     *error = std::strerror(errno);
     return false;
   }
-  CompressionLevel level = compressionLevelFor(static_cast<uint64_t>(st.st_size));
+  std::string vacuumed = static_cast<uint64_t>(st.st_size) <= kVacuumUpTo ? vacuumedCopy(path) : "";
+  struct Unlink {
+    const std::string& p;
+    ~Unlink() {
+      if (!p.empty()) ::unlink(p.c_str());
+    }
+  } dropVacuumed{vacuumed};
+  Fd copy(vacuumed.empty() ? -1 : ::open(vacuumed.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat copySt {};
+  bool useCopy = copy.fd >= 0 && ::fstat(copy.fd, &copySt) == 0;
+  int source = useCopy ? copy.fd : in.fd;
+  uint64_t sourceBytes = static_cast<uint64_t>(useCopy ? copySt.st_size : st.st_size);
+  CompressionLevel level = compressionLevelFor(sourceBytes);
   std::string tmpl = path + ".zst-XXXXXX";
   Fd out(::mkostemp(tmpl.data(), O_CLOEXEC));  // 0600, in the same folder: rename is atomic
   if (out.fd < 0) {
     *error = std::string("cannot create a temporary file beside it: ") + std::strerror(errno);
     return false;
   }
-  std::string why = compressStream(in.fd, out.fd, static_cast<uint64_t>(st.st_size), level);
+  std::string why = compressStream(source, out.fd, sourceBytes, level);
   // Same permissions as the plain file; then on disk before it replaces the plain one.
   if (why.empty() && ::fchmod(out.fd, st.st_mode & 07777) != 0) why = std::string("chmod: ") + std::strerror(errno);
   if (why.empty() && ::fsync(out.fd) != 0) why = std::string("fsync: ") + std::strerror(errno);
@@ -129,6 +168,7 @@ bool compressRecording(const std::string& path, CompressStats* stats, std::strin
   if (dir.fd >= 0) ::fsync(dir.fd);
   if (stats) {
     stats->plainBytes = static_cast<uint64_t>(st.st_size);
+    stats->vacuumedBytes = useCopy ? sourceBytes : 0;
     stats->compressedBytes = static_cast<uint64_t>(outSt.st_size);
     stats->level = level;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

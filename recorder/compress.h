@@ -2,7 +2,9 @@
 // killed at any moment still leaves a valid, readable file. Once the file is complete it becomes
 // one zstd frame (with content size and checksum): written to a temporary file beside it, synced,
 // and renamed over it, so at every instant the path holds either the plain or the compressed
-// recording, never a partial one. The analyzer (analyzer/recording.cpp) opens both kinds.
+// recording, never a partial one. A small recording is VACUUM'ed INTO a copy first (the copy is
+// compressed, so the frame holds the same tables, packed). The analyzer (analyzer/recording.cpp)
+// opens both kinds.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ CompressionLevel compressionLevelFor(uint64_t plainBytes);
 
 struct CompressStats {
   uint64_t plainBytes = 0, compressedBytes = 0;
+  uint64_t vacuumedBytes = 0;  // the VACUUM'ed copy that was compressed; 0: none (a large file)
   CompressionLevel level;
   double seconds = 0;
 };

@@ -439,9 +439,9 @@ int runSession(const SessionOptions& optIn) {
       std::fprintf(stderr, "memledger: warning: could not compress '%s' (it stays plain SQLite): %s\n",
                    opt.output.c_str(), err.c_str());
     else if (std::getenv("MEMLEDGER_COMPRESS_STATS"))
-      std::fprintf(stderr, "memledger: compressed %llu -> %llu bytes (zstd level %d, %d workers) in %.3f s\n",
-                   static_cast<unsigned long long>(cs.plainBytes), static_cast<unsigned long long>(cs.compressedBytes),
-                   cs.level.level, cs.level.workers, cs.seconds);
+      std::fprintf(stderr, "memledger: compressed %llu (vacuumed %llu) -> %llu bytes (zstd level %d, %d workers) in %.3f s\n",
+                   static_cast<unsigned long long>(cs.plainBytes), static_cast<unsigned long long>(cs.vacuumedBytes),
+                   static_cast<unsigned long long>(cs.compressedBytes), cs.level.level, cs.level.workers, cs.seconds);
   }
   std::fprintf(stderr, "memledger: recording written to %s\n", opt.output.c_str());
   return code;
