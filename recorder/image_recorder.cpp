@@ -474,7 +474,8 @@ void ImageRecorder::close(uint64_t ts) {
     writeAllocation(b, m.address, std::nullopt);
     m.remaining = 0;  // one row per mapping, however many pieces it was split into
   }
-  for (Site& s : sites_) {
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    Site& s = sites_[i];
     if (epoch_ == 0) {
       s.at_peak_count = s.at_peak_bytes = 0;  // no heap allocation ever: no peak instant
     } else if (s.stamp < epoch_) {

@@ -31,6 +31,7 @@
 
 #include "db_writer.h"
 #include "flat_map.h"
+#include "paged_array.h"
 #include "ring_reader.h"
 
 namespace memledger::recorder {
@@ -96,7 +97,7 @@ class ImageRecorder final : public RecordSink {
   int64_t mmapBytes() const { return mmapLive_; }
   uint64_t events() const { return events_; }
   // Sites of this image (after close(): final aggregates). For tests and the summary line.
-  const std::vector<Site>& sites() const { return sites_; }
+  const PagedArray<Site>& sites() const { return sites_; }
 
   // A stack this image interned, by its wire hash (fork children look up their parent's).
   bool stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const;
@@ -205,14 +206,14 @@ class ImageRecorder final : public RecordSink {
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
   }
-  std::vector<TreeNode> treeNodes_;
+  PagedArray<TreeNode> treeNodes_;
   // Hash of a path's frame addresses, outermost first (64 bits: a collision among millions of
   // paths is ~1e-7 likely) -> node index in treeNodes_.
   FlatMap<uint32_t> pathNodes_;
   uint32_t leafNode_ = 0;  // the node addToStackTree() ended at
   std::vector<uint32_t> scratchIps_, scratchShared_;
   std::vector<uint64_t> scratchHashes_;
-  std::vector<Site> sites_;
+  PagedArray<Site> sites_;
 
   FlatMap<LiveBlock> heap_;    // malloc/new family
   FlatMap<LiveBlock> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
