@@ -191,7 +191,7 @@ class ImageRecorder final : public RecordSink {
   uint64_t events_ = 0;
 
   FlatMap<uint32_t> stackByHash_;
-  std::vector<StackInfo> stacks_;
+  PagedArray<StackInfo> stacks_;
   FlatMap<uint32_t> ipByAddress_;
   FlatMap<uint64_t> addressByIp_;  // ips.id -> address, for stackFrames() (kept after close)
   // The stack tree in memory, one node per distinct frame path from the outermost frame; `row`
