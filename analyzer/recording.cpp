@@ -227,11 +227,12 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
   {
     // Every table of the schema must be there; a missing one means the file is damaged (or the
     // recorder died before it created them).
-    static const char* kTables[] = {"processes", "modules", "ips", "frames", "stacks", "sites",
-                                    "allocations", "timeline", "markers", "site_timeline"};
+    static const char* kTables[] = {"processes", "modules", "ips", "frames", "sites", "allocations",
+                                    "timeline", "markers", "site_timeline", "stacks", "stack_nodes"};
     detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     for (const char* t : kTables) {
       if (info.schema_version < 2 && std::strcmp(t, "site_timeline") == 0) continue;
+      if (std::strcmp(t, info.schema_version < 3 ? "stack_nodes" : "stacks") == 0) continue;
       q.reset();
       q.bind(1, std::string(t));
       if (!q.step() || q.i64(0) == 0)
@@ -382,9 +383,10 @@ namespace detail {
   throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
 }
 
-StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : path_(info.path) {
-  const char* sql = info.schema_version >= 2 ? "SELECT ips, parent_id FROM stacks WHERE id = ?"
-                                             : "SELECT ips, NULL FROM stacks WHERE id = ?";
+StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema_version >= 3), path_(info.path) {
+  const char* sql = packed_ ? "SELECT first_id, nodes FROM stack_nodes WHERE first_id <= ? ORDER BY first_id DESC LIMIT 1"
+                    : info.schema_version >= 2 ? "SELECT ips, parent_id FROM stacks WHERE id = ?"
+                                               : "SELECT ips, NULL FROM stacks WHERE id = ?";
   int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt_);
@@ -395,6 +397,55 @@ StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : path_(info.path) {
 
 StackIps::~StackIps() { sqlite3_finalize(stmt_); }
 
+namespace {
+// One unsigned LEB128 varint at p (< end); false when it is cut or longer than 64 bits.
+bool readVarint(const unsigned char*& p, const unsigned char* end, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    unsigned char b = *p++;
+    *v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+void StackIps::readPacked(int64_t stack_id) {
+  sqlite3_bind_int64(stmt_, 1, stack_id);
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(stmt_, 0);
+    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(stmt_, 1));
+    const unsigned char* end = p ? p + sqlite3_column_bytes(stmt_, 1) : nullptr;
+    // Every node of the row; a damaged one ends the row (its stacks end where they break).
+    std::vector<uint32_t> ips;
+    while (p && p < end) {
+      uint64_t gap = 0, n = 0;
+      if (!readVarint(p, end, &gap) || !readVarint(p, end, &n) || n > uint64_t(end - p)) break;
+      ips.clear();
+      bool whole = true;
+      for (uint64_t i = 0; i < n && whole; ++i) {
+        uint64_t ip = 0;
+        whole = readVarint(p, end, &ip) && ip <= UINT32_MAX;
+        if (whole) ips.push_back(static_cast<uint32_t>(ip));
+      }
+      if (!nodes_.count(id)) {  // an id already read keeps its first reading
+        int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
+        nodes_.emplace(id, Node{parent, arena_.size(), ips.size()});
+        arena_.insert(arena_.end(), ips.begin(), ips.end());
+      }
+      if (!whole || id == INT64_MAX) break;
+      ++id;
+    }
+  } else if (rc != SQLITE_DONE) {
+    sqlite3_reset(stmt_);
+    throwFor(rc, path_);
+  }
+  sqlite3_reset(stmt_);
+  // Not in any row (or past the damage): an empty stack, not asked for again.
+  nodes_.emplace(stack_id, Node{0, arena_.size(), 0});
+}
+
 std::vector<uint32_t> StackIps::of(int64_t stack_id) {
   // Far deeper than any captured stack; a longer chain is a cycle in a damaged file.
   constexpr size_t kMaxFrames = 1 << 16;
@@ -402,7 +453,10 @@ std::vector<uint32_t> StackIps::of(int64_t stack_id) {
   size_t hops = 0;  // rows with empty ips make no frames: count rows too
   for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
     auto it = nodes_.find(id);
-    if (it == nodes_.end()) {
+    if (it == nodes_.end() && packed_) {
+      readPacked(id);
+      it = nodes_.find(id);
+    } else if (it == nodes_.end()) {
       Node n{0, arena_.size(), 0};
       sqlite3_bind_int64(stmt_, 1, id);
       int rc = sqlite3_step(stmt_);

@@ -59,10 +59,12 @@ void forEachSiteActivity(const void* blob, int bytes, F&& f) {
 
 [[noreturn]] void throwCorrupt(const std::string& path);
 
-// The whole ip id list of a stack, innermost first: its own stacks.ips, then its parent's, and so
-// on (schema 2 stores stacks as a tree; version 1 rows are whole stacks). Nodes read once are
-// kept, so stacks that share outer frames read each shared node once. A damaged chain (a cycle,
-// a missing parent) ends the stack where it breaks. Throws RecordingError on SQLite errors.
+// The whole ip id list of a stack, innermost first: its node's own ip ids, then its parent's, and
+// so on (schema 3 packs the nodes into stack_nodes rows, schema 2 has one stacks row per node,
+// version 1 rows are whole stacks). Nodes read once are kept (a stack_nodes row is decoded
+// whole), so stacks that share outer frames read each shared node once. A damaged chain (a
+// cycle, a missing parent, a cut stack_nodes row) ends the stack where it breaks. Throws
+// RecordingError on SQLite errors.
 class StackIps {
  public:
   StackIps(sqlite3* db, const RecordingInfo& info);
@@ -76,6 +78,8 @@ class StackIps {
     int64_t parent;
     size_t off, count;
   };
+  void readPacked(int64_t stack_id);  // schema 3: decodes the stack_nodes row holding stack_id
+  bool packed_ = false;
   std::string path_;
   sqlite3_stmt* stmt_ = nullptr;
   std::unordered_map<int64_t, Node> nodes_;

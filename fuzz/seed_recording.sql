@@ -14,7 +14,8 @@ INSERT INTO modules VALUES (1, 1, '/usr/bin/seed', 'abcdef', 4194304, 4194304, 4
 INSERT INTO ips VALUES (1, 1, 4195000, 1), (2, 1, 4196000, 1), (3, 1, 140000000500, 2), (4, 2, 4195000, NULL);
 INSERT INTO frames VALUES (1, 0, 'leaky(int)', 'seed.cpp', 12), (1, 1, 'outer', 'seed.cpp', 30),
   (2, 0, 'main', 'seed.cpp', 50), (3, 0, NULL, NULL, NULL);
-INSERT INTO stacks (id, image_id, ips) VALUES (1, 1, X'0100000002000000'), (2, 1, X'0300000002000000'), (3, 2, X'04000000');
+-- stack_nodes rows (schema 3): nodes 1 [1, 2] and 2 [3] + parent 1's frames; node 3 [4] in image 2.
+INSERT INTO stack_nodes VALUES (1, 1, X'00020102010103'), (3, 2, X'000104');
 INSERT INTO sites VALUES
   (1, 'malloc', 1, 10, 9000, 7, 6300, 3, 2700, 10, 9000, 2, 1800, 1, 10, 9000, 900, 900, 9, 7000000, 2),
   (2, 'mmap', 1, 2, 8192, 1, 4096, 1, 4096, 2, 8192, 0, 0, 0, 2, 8192, 4096, 4096, 2, 100000, 0),

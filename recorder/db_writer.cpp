@@ -95,7 +95,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "INSERT INTO modules(id, image_id, path, bias, start, end, load_ns) VALUES (?,?,?,?,?,?,?)");
   w->moduleGone_ = w->prepare("UPDATE modules SET unload_ns = ? WHERE id = ?");
   w->ip_ = w->prepare("INSERT INTO ips(id, image_id, address) VALUES (?,?,?)");
-  w->stack_ = w->prepare("INSERT INTO stacks(id, image_id, ips, parent_id) VALUES (?,?,?,?)");
+  w->stack_ = w->prepare("INSERT INTO stack_nodes(first_id, image_id, nodes) VALUES (?,?,?)");
   w->site_ = w->prepare(
       "INSERT OR REPLACE INTO sites(stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, "
       "freed_bytes, leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, "
@@ -173,6 +173,7 @@ void DbWriter::maybeCommit(uint64_t now_ns) {
 }
 
 void DbWriter::commit() {
+  if (stack_) flushStackNodes();
   if (inTx_) {
     inTx_ = false;
     exec("COMMIT");
@@ -241,18 +242,39 @@ void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
   step(ip_);
 }
 
+namespace {
+constexpr size_t kNodesPerRow = 256;  // a reader decodes a whole row to get one of its stacks
+
+void putVarint(std::vector<uint8_t>& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
+  out.push_back(static_cast<uint8_t>(v));
+}
+}  // namespace
+
 void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent) {
   if (!stack_) return;
-  // The schema fixes little-endian u32s; this recorder only runs on little-endian Linux targets.
-  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stacks.ips is little-endian u32");
-  sqlite3_bind_int64(stack_, 1, id);
-  sqlite3_bind_int64(stack_, 2, image);
+  if (nodesCount_ && (image != nodesImage_ || id != nodesFirst_ + static_cast<int64_t>(nodesCount_) ||
+                      nodesCount_ == kNodesPerRow))
+    flushStackNodes();
+  if (!nodesCount_) {
+    nodesFirst_ = id;
+    nodesImage_ = image;
+  }
+  putVarint(nodes_, parent > 0 && parent < id ? static_cast<uint64_t>(id - parent) : 0);
+  putVarint(nodes_, n);
+  for (size_t i = 0; i < n; ++i) putVarint(nodes_, ipIds[i]);
+  ++nodesCount_;
+}
+
+void DbWriter::flushStackNodes() {
+  if (!nodesCount_) return;
+  sqlite3_bind_int64(stack_, 1, nodesFirst_);
+  sqlite3_bind_int64(stack_, 2, nodesImage_);
   // SQLITE_STATIC: the blob is only read by the step() below.
-  sqlite3_bind_blob(stack_, 3, n ? static_cast<const void*>(ipIds) : "", static_cast<int>(n * 4),
-                    SQLITE_STATIC);
-  if (parent) sqlite3_bind_int64(stack_, 4, parent);
-  else sqlite3_bind_null(stack_, 4);
+  sqlite3_bind_blob(stack_, 3, nodes_.data(), static_cast<int>(nodes_.size()), SQLITE_STATIC);
   step(stack_);
+  nodes_.clear();
+  nodesCount_ = 0;
 }
 
 void DbWriter::insertSite(const SiteRow& r) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -18,7 +19,7 @@ struct sqlite3_stmt;
 namespace memledger::recorder {
 
 // PRAGMA user_version of schemas/memledger.sql (meta schema_version repeats it).
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct ProcessRow {
   int64_t id = 0;
@@ -81,7 +82,9 @@ class DbWriter {
                     uint64_t start, uint64_t end, uint64_t load_ns);
   void setModuleUnload(int64_t id, uint64_t unload_ns);
   void insertIp(int64_t id, int64_t image, uint64_t address);
-  // parent 0: none (ips is the whole stack).
+  // parent 0: none (ips is the whole stack); else an earlier id. Nodes are packed into
+  // stack_nodes rows (see the schema), written when a row is full, the next id does not follow
+  // (another image), or at commit: a committed batch holds every stack its rows name.
   void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent = 0);
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
@@ -110,11 +113,16 @@ class DbWriter {
   void step(sqlite3_stmt* st);
   void begin();
   void fail(const char* what);
+  void flushStackNodes();
 
   sqlite3* db_ = nullptr;
   std::string error_;
   bool inTx_ = false;
   uint64_t batchRows_ = 0, rows_ = 0, lastCommitNs_ = 0;
+  // The stack_nodes row being filled: first id, image, node count and packed bytes.
+  int64_t nodesFirst_ = 0, nodesImage_ = 0;
+  size_t nodesCount_ = 0;
+  std::vector<uint8_t> nodes_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr;

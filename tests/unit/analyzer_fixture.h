@@ -87,7 +87,7 @@ class RecordingBuilder {
     exec("PRAGMA synchronous = OFF; PRAGMA journal_mode = MEMORY;");
     exec(readFile(std::string(MEMLEDGER_SOURCE_DIR) + "/schemas/memledger.sql"));
     exec("BEGIN");
-    meta("schema_version", "2");
+    meta("schema_version", "3");
     meta("allocation_rows", "all");
     meta("memledger_version", "0.1.0");
     meta("bucket_ns", "1000000");
@@ -132,7 +132,7 @@ class RecordingBuilder {
     int64_t moduleId = ++modules_;
     exec("INSERT INTO modules (id, image_id, path, bias, start, end, load_ns) VALUES (" +
          std::to_string(moduleId) + "," + std::to_string(image) + "," + q(module) + ",0,0,0,0)");
-    std::string blob;
+    std::vector<int64_t> ipIds;
     bool first = true;
     for (const FrameSpec& f : frames) {
       int64_t ip = ++ips_;
@@ -143,28 +143,40 @@ class RecordingBuilder {
         for (const FrameSpec& in : inlined) addFrame(ip, depth++, in);
       addFrame(ip, depth, f);
       first = false;
-      for (int b = 0; b < 4; ++b) {
-        char hex[3];
-        std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned>((ip >> (8 * b)) & 0xff));
-        blob += hex;
-      }
+      ipIds.push_back(ip);
     }
-    int64_t id = ++stacks_;
-    exec("INSERT INTO stacks (id, image_id, ips) VALUES (" + std::to_string(id) + "," + std::to_string(image) +
-         ",X'" + blob + "')");
-    return id;
+    return node(image, ipIds);
   }
   // A stack whose ip has no frames rows at all (not symbolized).
   int64_t rawStack(int64_t image) {
     int64_t ip = ++ips_;
     exec("INSERT INTO ips VALUES (" + std::to_string(ip) + "," + std::to_string(image) + ",4096,NULL)");
-    char hex[9];
-    std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x", unsigned(ip & 0xff), unsigned((ip >> 8) & 0xff),
-                  unsigned((ip >> 16) & 0xff), unsigned((ip >> 24) & 0xff));
+    return node(image, {ip});
+  }
+
+  // A stack tree node with these ip ids (innermost first) and parent (0: none) as its own
+  // stack_nodes row (schema 3: varints parent_gap, n, ip ids). Returns its stack id.
+  int64_t node(int64_t image, const std::vector<int64_t>& ipIds, int64_t parent = 0) {
     int64_t id = ++stacks_;
-    exec("INSERT INTO stacks (id, image_id, ips) VALUES (" + std::to_string(id) + "," + std::to_string(image) +
-         ",X'" + hex + "')");
+    std::string hex;
+    varintHex(hex, parent ? static_cast<uint64_t>(id - parent) : 0);
+    varintHex(hex, ipIds.size());
+    for (int64_t ip : ipIds) varintHex(hex, static_cast<uint64_t>(ip));
+    nodes_.push_back({id, image, ipIds, parent});
+    if (version_ == 3)
+      exec("INSERT INTO stack_nodes VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + hex + "')");
+    else
+      insertStackRow(nodes_.back());
     return id;
+  }
+
+  // Makes the file a version 2 recording: one `stacks` row per node (ips as little-endian u32).
+  void versionTwo() {
+    exec("CREATE TABLE stacks (id INTEGER PRIMARY KEY, image_id INTEGER NOT NULL, ips BLOB NOT NULL, "
+         "parent_id INTEGER); DROP TABLE stack_nodes; PRAGMA user_version = 2;");
+    meta("schema_version", "2");
+    version_ = 2;
+    for (const Node& n : nodes_) insertStackRow(n);
   }
 
   void site(const SiteSpec& s) {
@@ -214,9 +226,12 @@ class RecordingBuilder {
          "') ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
   }
 
-  // Makes the file a version 1 recording (no site_timeline, phase sites from allocation rows).
+  // Makes the file a version 1 recording (no site_timeline, phase sites from allocation rows,
+  // `stacks` rows without parent_id: the fixture's stacks are whole stacks).
   void versionOne(const char* foldThresholdNs = "0") {
-    exec("DROP TABLE site_timeline; PRAGMA user_version = 1;");
+    versionTwo();
+    exec("ALTER TABLE stacks DROP COLUMN parent_id; DROP TABLE site_timeline; PRAGMA user_version = 1;");
+    version_ = 1;
     meta("schema_version", "1");
     exec("DELETE FROM meta WHERE key = 'allocation_rows'");
     meta("fold_threshold_ns", foldThresholdNs);
@@ -252,6 +267,39 @@ class RecordingBuilder {
          "," + q(f.file) + "," + (f.line ? std::to_string(f.line) : std::string("NULL")) + ")");
   }
 
+  static void varintHex(std::string& hex, uint64_t v) {
+    char b[3];
+    for (; v >= 0x80; v >>= 7) {
+      std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>((v & 0x7f) | 0x80));
+      hex += b;
+    }
+    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(v));
+    hex += b;
+  }
+  static std::string u32Hex(const std::vector<int64_t>& ips) {
+    std::string hex;
+    for (int64_t ip : ips)
+      for (int b = 0; b < 4; ++b) {
+        char h[3];
+        std::snprintf(h, sizeof h, "%02x", static_cast<unsigned>((ip >> (8 * b)) & 0xff));
+        hex += h;
+      }
+    return hex;
+  }
+
+  struct Node {
+    int64_t id, image;
+    std::vector<int64_t> ips;
+    int64_t parent;
+  };
+  // Versions 1 and 2: one `stacks` row per node (version 1 without parent_id).
+  void insertStackRow(const Node& n) {
+    std::string values = std::to_string(n.id) + "," + std::to_string(n.image) + ",X'" + u32Hex(n.ips) + "'";
+    if (version_ == 2) values += "," + (n.parent ? std::to_string(n.parent) : std::string("NULL"));
+    exec("INSERT INTO stacks VALUES (" + values + ")");
+  }
+  std::vector<Node> nodes_;
+  int version_ = 3;
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t modules_ = 0, ips_ = 0, stacks_ = 0;

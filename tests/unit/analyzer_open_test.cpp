@@ -119,17 +119,18 @@ TEST(AnalyzerOpen, ForeignSqliteFile) {
 TEST(AnalyzerOpen, NewerSchemaVersion) {
   RecordingBuilder b("newer.db");
   b.process({});
-  b.exec("PRAGMA user_version = 3");
+  b.exec("PRAGMA user_version = 4");
   std::string path = b.finish();
   std::string msg;
   EXPECT_EQ(openError(path, &msg), ErrorKind::NewerVersion);
-  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 3 > 2)");
+  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 4 > 3)");
 }
 
 // Schema 2 stores stacks as a tree: a row's own ips, then its parent's whole stack.
 TEST(AnalyzerOpen, StackTreeDecodesInnermostFirstAndSurvivesACycle) {
   RecordingBuilder b("stack-tree.db");
   b.process({});
+  b.versionTwo();
   b.exec("INSERT INTO ips VALUES (901, 1, 4096, NULL), (902, 1, 8192, NULL), (903, 1, 12288, NULL)");
   b.exec("INSERT INTO frames VALUES (901, 0, 'leaf', 'a.c', 1), (902, 0, 'middle', 'a.c', 2), "
          "(903, 0, 'main', 'a.c', 3)");
@@ -149,6 +150,36 @@ TEST(AnalyzerOpen, StackTreeDecodesInnermostFirstAndSurvivesACycle) {
   EXPECT_FALSE(rec.stack(20).empty());
   EXPECT_LE(rec.stack(20).size(), size_t{1} << 16);
   EXPECT_TRUE(rec.stack(30).empty());  // a cycle of rows without frames ends too
+}
+
+// Schema 3 packs the tree's nodes, many per stack_nodes row (varints: parent gap, n, ip ids).
+TEST(AnalyzerOpen, PackedStackNodesDecodeAcrossRowsAndStopAtDamage) {
+  RecordingBuilder b("stack-nodes.db");
+  b.process({});
+  b.exec("INSERT INTO ips VALUES (901, 1, 4096, NULL), (902, 1, 8192, NULL), (903, 1, 12288, NULL)");
+  b.exec("INSERT INTO frames VALUES (901, 0, 'leaf', 'a.c', 1), (902, 0, 'middle', 'a.c', 2), "
+         "(903, 0, 'main', 'a.c', 3)");
+  // Row 10: node 10 = [main], node 11 = [middle] + 10, node 12 = [] (empty stack).
+  // Row 13 (another row, same tree): node 13 = [leaf, middle] + 10, node 14 = [leaf] + 11.
+  // Row 20: node 20 = [leaf] + 10, then node 21 cut in the middle of its ip list.
+  b.exec("INSERT INTO stack_nodes VALUES (10, 1, X'00018707010186070000'), "
+         "(13, 1, X'03028507860703018507'), (20, 1, X'0a018507000286')");
+  auto rec = Recording::open(b.finish());
+  auto functions = [&](int64_t id) {
+    std::string out;
+    for (const Frame& f : rec.stack(id)) out += (out.empty() ? "" : ";") + f.function.value_or("?");
+    return out;
+  };
+  EXPECT_EQ(functions(10), "main");
+  EXPECT_EQ(functions(11), "middle;main");
+  EXPECT_EQ(functions(12), "");
+  EXPECT_EQ(functions(13), "leaf;middle;main");
+  EXPECT_EQ(functions(14), "leaf;middle;main");
+  EXPECT_EQ(functions(20), "leaf;main");
+  EXPECT_EQ(functions(21), "");   // cut: nothing trustworthy
+  EXPECT_EQ(functions(22), "");   // past the cut
+  EXPECT_EQ(functions(99), "");   // no such stack
+  EXPECT_EQ(functions(5), "");    // before the first row
 }
 
 TEST(AnalyzerOpen, MetaWithoutTheOtherTablesIsCorrupt) {
@@ -176,7 +207,7 @@ TEST(AnalyzerOpen, CompleteRecordingSaysSo) {
   b.process({});
   auto rec = Recording::open(b.finish());
   EXPECT_TRUE(rec.info().complete);
-  EXPECT_EQ(rec.info().schema_version, 2);
+  EXPECT_EQ(rec.info().schema_version, 3);
   EXPECT_EQ(rec.info().bucket_ns, 1000000);
   EXPECT_EQ(rec.info().duration_ns, 1000000000);
 }

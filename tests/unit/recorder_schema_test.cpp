@@ -78,3 +78,37 @@ TEST(RecorderSchema, StoredWithoutCommentsAsTheSameTables) {
   sqlite3_close(db);
   std::filesystem::remove(path);
 }
+
+// Stack tree nodes are packed into stack_nodes rows of consecutive ids of one image: a row ends
+// when it holds 256 nodes, when the next id is another image's or does not follow, and at every
+// commit (a committed batch names no stack it does not hold).
+TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
+  std::string path = (std::filesystem::temp_directory_path() / ("memledger-nodes-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  const uint32_t ips[] = {7, 300, 70000};
+  for (int64_t id = 1; id <= 300; ++id) w->insertStack(id, 1, ips, id % 4, id > 1 ? id - 1 : 0);
+  w->insertStack(301, 2, ips, 1);          // another image
+  w->insertStack(305, 2, ips, 2, 301);     // ids do not follow
+  w->commit();
+  w->insertStack(306, 2, ips, 3, 305);     // after a commit
+  w->close();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT first_id, image_id, length(nodes) FROM stack_nodes ORDER BY first_id", -1, &st, nullptr);
+  std::string rows;
+  while (sqlite3_step(st) == SQLITE_ROW)
+    rows += std::to_string(sqlite3_column_int64(st, 0)) + ":" + std::to_string(sqlite3_column_int64(st, 1)) + " ";
+  sqlite3_finalize(st);
+  EXPECT_EQ(rows, "1:1 257:1 301:2 305:2 306:2 ");
+  // Node 306: parent gap 1, 3 ips (7, 300 = AC 02, 70000 = F0 A2 04).
+  sqlite3_prepare_v2(db, "SELECT hex(nodes) FROM stack_nodes WHERE first_id = 306", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))), "010307AC02F0A204");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}

@@ -22,6 +22,49 @@ using wire::Op;
 using wire::RecordType;
 
 inline constexpr uint64_t kOrigin = 5'000'000'000ull;  // CLOCK_MONOTONIC of t = 0
+
+// Schema 3 packs the stack tree's nodes into stack_nodes rows. The tests check the tree one row per
+// node, as version 2 stored it: a TEMP table `stacks` (id, image_id, ips as little-endian u32 ip
+// ids, parent_id or NULL), decoded here from the schema's description, not with the analyzer's
+// reader. Rebuilt before every query (the recording grows between queries).
+inline void unpackStackNodes(sqlite3* db) {
+  sqlite3_exec(db, "CREATE TEMP TABLE IF NOT EXISTS stacks (id INTEGER PRIMARY KEY, image_id INTEGER, "
+                   "ips BLOB, parent_id INTEGER); DELETE FROM temp.stacks;", nullptr, nullptr, nullptr);
+  sqlite3_stmt* rows = nullptr;
+  sqlite3_stmt* put = nullptr;
+  sqlite3_prepare_v2(db, "SELECT first_id, image_id, nodes FROM main.stack_nodes", -1, &rows, nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO temp.stacks VALUES (?, ?, ?, ?)", -1, &put, nullptr);
+  while (rows && sqlite3_step(rows) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(rows, 0);
+    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 2));
+    const unsigned char* end = p + sqlite3_column_bytes(rows, 2);
+    auto varint = [&] {
+      uint64_t v = 0;
+      for (int shift = 0; p < end; shift += 7) {
+        v |= uint64_t(*p & 0x7f) << shift;
+        if (!(*p++ & 0x80)) break;
+      }
+      return v;
+    };
+    for (; p < end; ++id) {
+      uint64_t gap = varint(), n = varint();
+      std::string ips;
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t ip = static_cast<uint32_t>(varint());
+        ips.append(reinterpret_cast<const char*>(&ip), 4);  // little-endian targets only
+      }
+      sqlite3_bind_int64(put, 1, id);
+      sqlite3_bind_int64(put, 2, sqlite3_column_int64(rows, 1));
+      sqlite3_bind_blob(put, 3, ips.data(), static_cast<int>(ips.size()), SQLITE_TRANSIENT);
+      if (gap) sqlite3_bind_int64(put, 4, id - static_cast<int64_t>(gap));
+      else sqlite3_bind_null(put, 4);
+      EXPECT_EQ(sqlite3_step(put), SQLITE_DONE);
+      sqlite3_reset(put);
+    }
+  }
+  sqlite3_finalize(rows);
+  sqlite3_finalize(put);
+}
 inline constexpr uint64_t kMs = 1'000'000ull;
 
 inline Decoded alloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t hash, uint32_t tid = 1,
@@ -129,6 +172,7 @@ class RecordingFixture : public ::testing::Test {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     }
+    unpackStackNodes(reader_);
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
         << sql << ": " << sqlite3_errmsg(reader_);
@@ -143,6 +187,7 @@ class RecordingFixture : public ::testing::Test {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     }
+    unpackStackNodes(reader_);
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
     std::string v = "<no row>";
