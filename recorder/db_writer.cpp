@@ -268,13 +268,13 @@ void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, siz
 
 void DbWriter::flushStackNodes() {
   if (!nodesCount_) return;
+  nodesCount_ = 0;  // first: step() commits a full batch, and a commit flushes this row
   sqlite3_bind_int64(stack_, 1, nodesFirst_);
   sqlite3_bind_int64(stack_, 2, nodesImage_);
   // SQLITE_STATIC: the blob is only read by the step() below.
   sqlite3_bind_blob(stack_, 3, nodes_.data(), static_cast<int>(nodes_.size()), SQLITE_STATIC);
   step(stack_);
   nodes_.clear();
-  nodesCount_ = 0;
 }
 
 void DbWriter::insertSite(const SiteRow& r) {

@@ -112,3 +112,30 @@ TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
   sqlite3_close(db);
   std::filesystem::remove(path);
 }
+
+// A batch that fills up (64k rows commit) while a stack_nodes row is being filled: the commit
+// writes that row once (it used to recurse: the row's own insert filled the batch again).
+TEST(RecorderSchema, FullBatchWithPendingStackNodesCommitsOnce) {
+  std::string path = (std::filesystem::temp_directory_path() / ("memledger-batch-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  const uint32_t ip = 1;
+  w->insertStack(1, 1, &ip, 1);
+  for (int64_t i = 1; i <= 70000; ++i) w->insertIp(i, 1, 0x1000 + static_cast<uint64_t>(i));
+  w->insertStack(2, 1, &ip, 1, 1);
+  w->close();
+  ASSERT_TRUE(w->ok()) << w->error();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM ips), (SELECT group_concat(first_id || ':' || hex(nodes), ' ') "
+                         "FROM stack_nodes)", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 70000);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))), "1:000101 2:010101");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}
