@@ -234,7 +234,7 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
     q.bind(1, ranges.front().start);
     while (q.step()) {
       int64_t t = q.i64(0);
-      detail::forEachSiteActivity(q.blob(1), q.bytes(1), [&](const detail::SiteActivity& e) {
+      detail::forEachSiteActivity(q.blob(1), q.bytes(1), rec.info().schema_version, [&](const detail::SiteActivity& e) {
         add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
       });
     }

@@ -35,9 +35,11 @@ inline const char* siteKindName(uint64_t code) {
   static const char* const names[] = {"malloc", "new", "mmap", "custom"};
   return code < 4 ? names[code] : "";
 }
-// Calls f(SiteActivity) for each entry; damage (a cut varint) ends the list.
+// Calls f(SiteActivity) for each entry; damage (a cut varint) ends the list. schema_version 3
+// entries carry kind * 2 + absolute: absolute 0 means the first varint is the gap from the
+// previous entry's stack id; versions 1-2 have the kind and the stack id as they are.
 template <class F>
-void forEachSiteActivity(const void* blob, int bytes, F&& f) {
+void forEachSiteActivity(const void* blob, int bytes, int schema_version, F&& f) {
   const auto* p = static_cast<const unsigned char*>(blob);
   const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
   auto varint = [&](uint64_t& v) {
@@ -49,9 +51,15 @@ void forEachSiteActivity(const void* blob, int bytes, F&& f) {
     }
     return false;
   };
+  uint64_t prev = 0;
   while (p && p < end) {
     uint64_t stack, kind, allocs, bytesAllocated;
     if (!varint(stack) || !varint(kind) || !varint(allocs) || !varint(bytesAllocated)) return;
+    if (schema_version >= 3) {
+      if (!(kind & 1)) stack += prev;  // unsigned: a damaged gap wraps, it never traps
+      kind >>= 1;
+    }
+    prev = stack;
     f(SiteActivity{static_cast<int64_t>(stack), kind, static_cast<int64_t>(allocs),
                    static_cast<int64_t>(bytesAllocated)});
   }

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "schema_sql.h"
@@ -329,9 +331,39 @@ void DbWriter::insertTimeline(const TimelineRow& r) {
 void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes) {
   sqlite3_stmt* st = siteTimeline_;
   if (!st) return;
+  // The entries come as (stack id, kind, allocs, bytes); the file gets them sorted by site, each
+  // stack id as the gap from the previous one (kind * 2 + 0) except the first (kind * 2 + 1, so
+  // that two writes of one bucket, concatenated, still decode). Schema 3; about a third smaller
+  // compressed (py_dict: 60 -> 37 kB).
+  entries_.clear();
+  const uint8_t* p = sites;
+  const uint8_t* end = sites + bytes;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      uint8_t b = *p++;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  for (std::array<uint64_t, 4> e; p < end && varint(e[0]) && varint(e[1]) && varint(e[2]) && varint(e[3]);)
+    entries_.push_back(e);
+  std::sort(entries_.begin(), entries_.end());
+  packed_.clear();
+  uint64_t prev = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    putVarint(packed_, i == 0 ? e[0] : e[0] - prev);
+    putVarint(packed_, e[1] * 2 + (i == 0 ? 1 : 0));
+    putVarint(packed_, e[2]);
+    putVarint(packed_, e[3]);
+    prev = e[0];
+  }
   sqlite3_bind_int64(st, 1, image);
   bindU(st, 2, t_ns);
-  sqlite3_bind_blob(st, 3, bytes ? static_cast<const void*>(sites) : "", static_cast<int>(bytes), SQLITE_STATIC);
+  sqlite3_bind_blob(st, 3, packed_.empty() ? static_cast<const void*>("") : packed_.data(),
+                    static_cast<int>(packed_.size()), SQLITE_STATIC);
   step(st);
 }
 

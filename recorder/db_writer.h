@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <array>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -89,7 +90,8 @@ class DbWriter {
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
   void insertTimeline(const TimelineRow& row);
-  // One bucket's site entries, already packed (see site_timeline in the schema).
+  // One bucket's site entries as four varints each (stack id, kind, allocs, bytes), in any order;
+  // stored sorted, with stack ids as gaps (see site_timeline in the schema).
   void insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
 
@@ -123,6 +125,8 @@ class DbWriter {
   int64_t nodesFirst_ = 0, nodesImage_ = 0;
   size_t nodesCount_ = 0;
   std::vector<uint8_t> nodes_;
+  std::vector<std::array<uint64_t, 4>> entries_;  // insertSiteTimeline's scratch
+  std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr;

@@ -18,8 +18,8 @@
 -- still read version 1 files (no site_timeline: phase top sites come from the allocation rows;
 -- no parent_id: ips is the whole stack).
 -- Version 3 (this file): stacks are packed, many nodes per row, in `stack_nodes` (which replaces
--- `stacks`, see there); everything else is as in version 2. Readers of version 3 read versions
--- 1 and 2.
+-- `stacks`, see there), and site_timeline entries carry stack id gaps (see there); everything
+-- else is as in version 2. Readers of version 3 read versions 1 and 2.
 PRAGMA user_version = 3;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
@@ -180,8 +180,12 @@ CREATE TABLE timeline (
 -- not split out per bucket (nothing asks for them; sites.free_count has the totals). Realloc
 -- counts as an allocation. `sites` packs the entries (one row per site would cost ~27 bytes a
 -- site and bucket, this ~7): each entry is four unsigned LEB128 varints,
---   stack_id, kind (0 'malloc', 1 'new', 2 'mmap', 3 'custom': sites.kind), allocs, alloc_bytes
--- and entries simply follow each other (a reader adds up entries of the same site).
+--   stack, kind * 2 + absolute (kind: 0 'malloc', 1 'new', 2 'mmap', 3 'custom': sites.kind),
+--   allocs, alloc_bytes
+-- where stack is the stack id when absolute is 1, else the gap from the previous entry's stack id
+-- (the recorder sorts a bucket's entries by site and makes its first one absolute: small gaps
+-- compress a third better than ids). Entries simply follow each other (a reader adds up entries
+-- of the same site). Version 2 entries are stack_id, kind, allocs, alloc_bytes as they are.
 CREATE TABLE site_timeline (
   image_id    INTEGER NOT NULL,
   t_ns        INTEGER NOT NULL,       -- bucket start, as timeline.t_ns

@@ -219,7 +219,7 @@ class RecordingBuilder {
     const std::string k = kind;
     uint64_t code = k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0;
     varint(static_cast<uint64_t>(stack));
-    varint(code);
+    varint(version_ >= 3 ? code * 2 + 1 : code);  // version 3: each entry's stack id absolute
     varint(static_cast<uint64_t>(allocs));
     varint(static_cast<uint64_t>(bytes));
     exec("INSERT INTO site_timeline VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + ",X'" + hex +

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "analyzer/sql.h"
 #include "recorder/db_writer.h"
 #include <unistd.h>
 
@@ -108,6 +109,40 @@ TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
   sqlite3_prepare_v2(db, "SELECT hex(nodes) FROM stack_nodes WHERE first_id = 306", -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))), "010307AC02F0A204");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}
+
+// site_timeline entries are stored sorted by site with stack id gaps, the first absolute; two
+// writes of one bucket concatenate and still decode.
+TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
+  std::string path = (std::filesystem::temp_directory_path() / ("memledger-st-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  // (stack, kind, allocs, bytes): 300/new, 5/malloc, 300/malloc, given out of order.
+  const uint8_t entries[] = {0xAC, 0x02, 1, 2, 20, 5, 0, 1, 8, 0xAC, 0x02, 0, 3, 30};
+  w->insertSiteTimeline(1, 1000, entries, sizeof entries);
+  const uint8_t more[] = {7, 2, 1, 4};
+  w->insertSiteTimeline(1, 1000, more, sizeof more);  // a second write of the same bucket
+  w->close();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT hex(sites), sites FROM site_timeline", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  // 5 abs malloc | gap 295 malloc | gap 0 new | then the second write: 7 abs mmap.
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))),
+            "05010108" "A70200031E" "00020214" "07050104");
+  std::string decoded;
+  memledger::analyzer::detail::forEachSiteActivity(
+      sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), 3, [&](const auto& e) {
+        decoded += std::to_string(e.stack_id) + "/" + memledger::analyzer::detail::siteKindName(e.kind) + "/" +
+                   std::to_string(e.allocs) + "/" + std::to_string(e.alloc_bytes) + " ";
+      });
+  EXPECT_EQ(decoded, "5/malloc/1/8 300/malloc/3/30 300/new/2/20 7/mmap/1/4 ");
   sqlite3_finalize(st);
   sqlite3_close(db);
   std::filesystem::remove(path);

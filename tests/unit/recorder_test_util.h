@@ -214,7 +214,7 @@ class RecordingFixture : public ::testing::Test {
     while (sqlite3_step(st) == SQLITE_ROW) {
       int64_t t = sqlite3_column_int64(st, 0);
       analyzer::detail::forEachSiteActivity(
-          sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), [&](const analyzer::detail::SiteActivity& e) {
+          sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), kSchemaVersion, [&](const analyzer::detail::SiteActivity& e) {
             out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes});
           });
     }
