@@ -13,10 +13,6 @@ namespace {
 // The curve of a set of images (empty set: all), summed per bucket. An image without a row in a
 // bucket did nothing then, so its last values carry forward into the sum.
 std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageCond) {
-  std::string sql =
-      "SELECT image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, rss_bytes, anon_bytes, "
-      "allocs, frees, alloc_bytes FROM timeline WHERE 1" + imageCond + " ORDER BY t_ns, image_id";
-  detail::Statement q(rec, sql.c_str());
   struct Last {
     int64_t heap = 0, mmap = 0;
     std::optional<int64_t> rss, anon;
@@ -37,8 +33,8 @@ std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageC
     }
     touched.clear();
   };
-  while (q.step()) {
-    int64_t image = q.i64(0), t = q.i64(1);
+  for (const detail::TimelineRow& r : detail::timelineRows(rec, imageCond)) {
+    int64_t image = r.image_id, t = r.t_ns;
     if (out.empty() || out.back().t_ns != t) {
       if (!out.empty()) finish(out.back());
       out.push_back(TimelinePoint{});
@@ -46,21 +42,21 @@ std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageC
     }
     TimelinePoint& p = out.back();
     Last& l = last[image];
-    l.heap = q.i64(2);
-    l.mmap = q.i64(5);
+    l.heap = r.heap_bytes;
+    l.mmap = r.mmap_bytes;
     // A row's own NULL sample stays NULL ("no sample yet"); only idle images carry forward.
-    l.rss = q.optI64(6);
-    l.anon = q.optI64(7);
+    l.rss = r.rss_bytes;
+    l.anon = r.anon_bytes;
     touched.push_back(image);
     p.heap_bytes += l.heap;
-    p.heap_max += q.i64(3);
-    p.heap_min += q.i64(4);
+    p.heap_max += r.heap_max;
+    p.heap_min += r.heap_min;
     p.mmap_bytes += l.mmap;
     if (l.rss) p.rss_bytes = p.rss_bytes.value_or(0) + *l.rss;
     if (l.anon) p.anon_bytes = p.anon_bytes.value_or(0) + *l.anon;
-    p.allocs += q.i64(8);
-    p.frees += q.i64(9);
-    p.alloc_bytes += q.i64(10);
+    p.allocs += r.allocs;
+    p.frees += r.frees;
+    p.alloc_bytes += r.alloc_bytes;
   }
   if (!out.empty()) finish(out.back());
   return out;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -228,11 +229,14 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
     // Every table of the schema must be there; a missing one means the file is damaged (or the
     // recorder died before it created them).
     static const char* kTables[] = {"processes", "modules", "ips", "frames", "sites", "allocations",
-                                    "timeline", "markers", "site_timeline", "stacks", "stack_nodes"};
+                                    "markers", "site_timeline", "stacks", "stack_nodes", "timeline",
+                                    "timeline_buckets"};
     detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
     for (const char* t : kTables) {
       if (info.schema_version < 2 && std::strcmp(t, "site_timeline") == 0) continue;
-      if (std::strcmp(t, info.schema_version < 3 ? "stack_nodes" : "stacks") == 0) continue;
+      if (info.schema_version < 3 && (std::strcmp(t, "stack_nodes") == 0 || std::strcmp(t, "timeline_buckets") == 0))
+        continue;
+      if (info.schema_version >= 3 && (std::strcmp(t, "stacks") == 0 || std::strcmp(t, "timeline") == 0)) continue;
       q.reset();
       q.bind(1, std::string(t));
       if (!q.step() || q.i64(0) == 0)
@@ -264,9 +268,11 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
   }
   // An unfinished recording may lack duration_ns: the last thing seen is the best estimate.
   if (info.duration_ns == 0) {
-    detail::Statement q(rec, "SELECT max(coalesce((SELECT max(t_ns) FROM timeline), 0), "
-                             "coalesce((SELECT max(end_ns) FROM processes), 0))");
-    if (q.step()) info.duration_ns = q.i64(0) + info.bucket_ns;
+    detail::Statement q(rec, "SELECT coalesce((SELECT max(end_ns) FROM processes), 0)");
+    int64_t last = q.step() ? q.i64(0) : 0;
+    std::vector<detail::TimelineRow> rows = detail::timelineRows(rec, "");
+    if (!rows.empty()) last = std::max(last, rows.back().t_ns);
+    info.duration_ns = last + info.bucket_ns;
   }
   return rec;
 }

@@ -223,10 +223,8 @@ Peak peak(const Recording& rec, const Filter& filter) {
     if (q.step()) out.rss_bytes = q.i64(0);
   }
   if (out.rss_bytes == 0) {
-    std::string sql = "SELECT coalesce(max(rss_bytes), 0) FROM timeline WHERE 1" +
-                      detail::imageCondition(rec, filter, "image_id");
-    detail::Statement q(rec, sql.c_str());
-    if (q.step()) out.rss_bytes = q.i64(0);
+    for (const detail::TimelineRow& r : detail::timelineRows(rec, detail::imageCondition(rec, filter, "image_id")))
+      out.rss_bytes = std::max(out.rss_bytes, r.rss_bytes.value_or(0));
   }
   out.gap_bytes = out.rss_bytes - out.bytes;
   if (out.rss_bytes == 0) {

@@ -67,6 +67,17 @@ void forEachSiteActivity(const void* blob, int bytes, int schema_version, F&& f)
 
 [[noreturn]] void throwCorrupt(const std::string& path);
 
+// One bucket of one image's memory curve (the `timeline` table of schema 1-2, an entry of
+// timeline_buckets in schema 3).
+struct TimelineRow {
+  int64_t image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes;
+  std::optional<int64_t> rss_bytes, anon_bytes;
+  int64_t allocs, frees, alloc_bytes;
+};
+// Every row of the images that pass imageCond (" AND image_id ...", or ""), ordered by t_ns,
+// image_id; one per bucket and image. Throws RecordingError on SQLite errors.
+std::vector<TimelineRow> timelineRows(const Recording& rec, const std::string& imageCond);
+
 // The whole ip id list of a stack, innermost first: its node's own ip ids, then its parent's, and
 // so on (schema 3 packs the nodes into stack_nodes rows, schema 2 has one stacks row per node,
 // version 1 rows are whole stacks). Nodes read once are kept (a stack_nodes row is decoded

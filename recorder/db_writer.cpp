@@ -106,9 +106,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->alloc_ = w->prepare(
       "INSERT INTO allocations(id, image_id, tid, kind, op, address, size, stack_id, t_alloc, "
       "t_free, realloc_of) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  w->timeline_ = w->prepare(
-      "INSERT OR REPLACE INTO timeline(image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, "
-      "rss_bytes, anon_bytes, allocs, frees, alloc_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  w->timeline_ = w->prepare("INSERT INTO timeline_buckets(image_id, buckets) VALUES (?,?)");
   // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
   w->siteTimeline_ = w->prepare(
       "INSERT INTO site_timeline(image_id, t_ns, sites) VALUES (?,?,?) "
@@ -176,6 +174,7 @@ void DbWriter::maybeCommit(uint64_t now_ns) {
 
 void DbWriter::commit() {
   if (stack_) flushStackNodes();
+  if (timeline_) flushTimeline();
   if (inTx_) {
     inTx_ = false;
     exec("COMMIT");
@@ -246,6 +245,7 @@ void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
 
 namespace {
 constexpr size_t kNodesPerRow = 256;  // a reader decodes a whole row to get one of its stacks
+constexpr size_t kBucketsPerRow = 256;
 
 void putVarint(std::vector<uint8_t>& out, uint64_t v) {
   for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
@@ -311,21 +311,50 @@ void DbWriter::insertAllocation(const AllocationRow& r) {
   step(st);
 }
 
+namespace {
+void putSigned(std::vector<uint8_t>& out, int64_t v) {
+  putVarint(out, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));  // zigzag
+}
+}  // namespace
+
 void DbWriter::insertTimeline(const TimelineRow& r) {
-  sqlite3_stmt* st = timeline_;
-  if (!st) return;
-  sqlite3_bind_int64(st, 1, r.image_id);
-  bindU(st, 2, r.t_ns);
-  sqlite3_bind_int64(st, 3, r.heap_bytes);
-  sqlite3_bind_int64(st, 4, r.heap_max);
-  sqlite3_bind_int64(st, 5, r.heap_min);
-  sqlite3_bind_int64(st, 6, r.mmap_bytes);
-  bindOpt(st, 7, r.rss_bytes);
-  bindOpt(st, 8, r.anon_bytes);
-  bindU(st, 9, r.allocs);
-  bindU(st, 10, r.frees);
-  bindU(st, 11, r.alloc_bytes);
-  step(st);
+  if (!timeline_) return;
+  if (bucketsCount_ && (r.image_id != bucketsImage_ || bucketsCount_ == kBucketsPerRow)) flushTimeline();
+  if (!bucketsCount_) {
+    bucketsImage_ = r.image_id;
+    prevBucket_ = TimelineRow{};
+    prevRss_ = prevAnon_ = 0;
+  }
+  // Unsigned wrap-around: deltas of any two int64 values fit their zigzag form.
+  auto delta = [](uint64_t a, uint64_t b) { return static_cast<int64_t>(a - b); };
+  putSigned(buckets_, delta(r.t_ns, prevBucket_.t_ns));
+  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(prevBucket_.heap_bytes)));
+  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_max), static_cast<uint64_t>(r.heap_bytes)));
+  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(r.heap_min)));
+  putSigned(buckets_, delta(static_cast<uint64_t>(r.mmap_bytes), static_cast<uint64_t>(prevBucket_.mmap_bytes)));
+  putVarint(buckets_, (r.rss_bytes ? 1 : 0) | (r.anon_bytes ? 2 : 0));
+  if (r.rss_bytes) {
+    putSigned(buckets_, delta(*r.rss_bytes, prevRss_));
+    prevRss_ = *r.rss_bytes;
+  }
+  if (r.anon_bytes) {
+    putSigned(buckets_, delta(*r.anon_bytes, prevAnon_));
+    prevAnon_ = *r.anon_bytes;
+  }
+  putVarint(buckets_, r.allocs);
+  putVarint(buckets_, r.frees);
+  putVarint(buckets_, r.alloc_bytes);
+  prevBucket_ = r;
+  ++bucketsCount_;
+}
+
+void DbWriter::flushTimeline() {
+  if (!bucketsCount_) return;
+  bucketsCount_ = 0;  // first: step() may commit, and a commit flushes this row
+  sqlite3_bind_int64(timeline_, 1, bucketsImage_);
+  sqlite3_bind_blob(timeline_, 2, buckets_.data(), static_cast<int>(buckets_.size()), SQLITE_STATIC);
+  step(timeline_);
+  buckets_.clear();
 }
 
 void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes) {

@@ -89,6 +89,8 @@ class DbWriter {
   void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent = 0);
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
+  // Packed into timeline_buckets rows like stack nodes (see the schema), written at 256 entries,
+  // an image change, or a commit.
   void insertTimeline(const TimelineRow& row);
   // One bucket's site entries as four varints each (stack id, kind, allocs, bytes), in any order;
   // stored sorted, with stack ids as gaps (see site_timeline in the schema).
@@ -116,6 +118,7 @@ class DbWriter {
   void begin();
   void fail(const char* what);
   void flushStackNodes();
+  void flushTimeline();
 
   sqlite3* db_ = nullptr;
   std::string error_;
@@ -125,6 +128,13 @@ class DbWriter {
   int64_t nodesFirst_ = 0, nodesImage_ = 0;
   size_t nodesCount_ = 0;
   std::vector<uint8_t> nodes_;
+  // The timeline_buckets row being filled (see the schema): its image, entries, packed bytes and
+  // what the next entry is a delta from.
+  int64_t bucketsImage_ = 0;
+  size_t bucketsCount_ = 0;
+  std::vector<uint8_t> buckets_;
+  TimelineRow prevBucket_;
+  uint64_t prevRss_ = 0, prevAnon_ = 0;
   std::vector<std::array<uint64_t, 4>> entries_;  // insertSiteTimeline's scratch
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,

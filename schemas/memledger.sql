@@ -18,8 +18,9 @@
 -- still read version 1 files (no site_timeline: phase top sites come from the allocation rows;
 -- no parent_id: ips is the whole stack).
 -- Version 3 (this file): stacks are packed, many nodes per row, in `stack_nodes` (which replaces
--- `stacks`, see there), and site_timeline entries carry stack id gaps (see there); everything
--- else is as in version 2. Readers of version 3 read versions 1 and 2.
+-- `stacks`, see there), the memory curve likewise in `timeline_buckets` (which replaces
+-- `timeline`), and site_timeline entries carry stack id gaps (see there); everything else is as
+-- in version 2. Readers of version 3 read versions 1 and 2.
 PRAGMA user_version = 3;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
@@ -157,25 +158,37 @@ CREATE TABLE allocations (
   realloc_of  INTEGER                 -- allocations.id this block was realloc'ed from, if recorded
 );
 
--- The memory curve per image, one row per bucket (meta 'bucket_ns' wide) in which anything
--- happened, plus RSS samples. heap_* is the malloc/new family, mmap_* anonymous mmap.
-CREATE TABLE timeline (
-  image_id      INTEGER NOT NULL,
-  t_ns          INTEGER NOT NULL,     -- bucket start (a marker cuts a bucket: the rest starts at it)
-  heap_bytes    INTEGER NOT NULL,     -- live at the end of the bucket
-  heap_max      INTEGER NOT NULL,     -- highest live within the bucket
-  heap_min      INTEGER NOT NULL,     -- lowest live within the bucket
-  mmap_bytes    INTEGER NOT NULL,
-  rss_bytes     INTEGER,              -- most recent /proc sample (NULL before the first)
-  anon_bytes    INTEGER,              -- resident anonymous memory (for fragmentation)
-  allocs        INTEGER NOT NULL,     -- allocations in the bucket
-  frees         INTEGER NOT NULL,
-  alloc_bytes   INTEGER NOT NULL,
-  PRIMARY KEY (image_id, t_ns)
-) WITHOUT ROWID;
+-- The memory curve per image: one entry per bucket (meta 'bucket_ns' wide) in which anything
+-- happened, plus RSS samples. heap_* is the malloc/new family, mmap_* anonymous mmap. Each entry:
+--   t_ns          bucket start (a marker cuts a bucket: the rest starts at it)
+--   heap_bytes    live at the end of the bucket
+--   heap_max      highest live within the bucket
+--   heap_min      lowest live within the bucket
+--   mmap_bytes
+--   rss_bytes     most recent /proc sample (absent before the first)
+--   anon_bytes    resident anonymous memory (for fragmentation), absent before the first sample
+--   allocs        allocations in the bucket
+--   frees
+--   alloc_bytes
+-- Packed (version 3): a row holds consecutive entries of one image (at most 256, in time order),
+-- each as LEB128 varints, "signed" ones zigzag-encoded ((v << 1) ^ (v >> 63)), deltas from the
+-- previous entry of the row (the first from zeros):
+--   signed t_ns - prev t_ns, signed heap_bytes - prev heap_bytes, signed heap_max - heap_bytes,
+--   signed heap_bytes - heap_min, signed mmap_bytes - prev mmap_bytes,
+--   flags (1: rss_bytes follows, 2: anon_bytes follows),
+--   [signed rss_bytes - the row's previous rss_bytes (0 at first)], [the same for anon_bytes],
+--   allocs, frees, alloc_bytes.
+-- Rows are read in id order; an entry for a bucket already seen replaces it. Versions 1-2 had one
+-- SQLite row per bucket instead (`timeline`, WITHOUT ROWID, primary key (image_id, t_ns), these
+-- columns, rss/anon NULL when absent); packed, the curve compresses to about half of that.
+CREATE TABLE timeline_buckets (
+  id          INTEGER PRIMARY KEY,
+  image_id    INTEGER NOT NULL,
+  buckets     BLOB NOT NULL
+);
 
 -- Allocations per site over time: one row per timeline bucket in which anything allocated (same
--- bucket starts as `timeline`, markers cut them too), holding every site that allocated in it,
+-- bucket starts as the memory curve, markers cut them too), holding every site that allocated in it,
 -- so the allocations of any range of timeline buckets (a phase) sum exactly per site. Frees are
 -- not split out per bucket (nothing asks for them; sites.free_count has the totals). Realloc
 -- counts as an allocation. `sites` packs the entries (one row per site would cost ~27 bytes a
@@ -188,7 +201,7 @@ CREATE TABLE timeline (
 -- of the same site). Version 2 entries are stack_id, kind, allocs, alloc_bytes as they are.
 CREATE TABLE site_timeline (
   image_id    INTEGER NOT NULL,
-  t_ns        INTEGER NOT NULL,       -- bucket start, as timeline.t_ns
+  t_ns        INTEGER NOT NULL,       -- bucket start, as in timeline_buckets
   sites       BLOB NOT NULL,
   PRIMARY KEY (image_id, t_ns)
 ) WITHOUT ROWID;

@@ -174,9 +174,14 @@ class RecordingBuilder {
   void versionTwo() {
     exec("CREATE TABLE stacks (id INTEGER PRIMARY KEY, image_id INTEGER NOT NULL, ips BLOB NOT NULL, "
          "parent_id INTEGER); DROP TABLE stack_nodes; PRAGMA user_version = 2;");
+    exec("CREATE TABLE timeline (image_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, heap_bytes INTEGER NOT NULL, "
+         "heap_max INTEGER NOT NULL, heap_min INTEGER NOT NULL, mmap_bytes INTEGER NOT NULL, rss_bytes INTEGER, "
+         "anon_bytes INTEGER, allocs INTEGER NOT NULL, frees INTEGER NOT NULL, alloc_bytes INTEGER NOT NULL, "
+         "PRIMARY KEY (image_id, t_ns)) WITHOUT ROWID; DROP TABLE timeline_buckets;");
     meta("schema_version", "2");
     version_ = 2;
     for (const Node& n : nodes_) insertStackRow(n);
+    for (const TimelineSpec& t : timelines_) insertTimelineRow(t);
   }
 
   void site(const SiteSpec& s) {
@@ -238,14 +243,26 @@ class RecordingBuilder {
     siteTimeline_ = false;
   }
 
+  // Version 3: one timeline_buckets row per call (one entry: deltas from zeros, see the schema);
+  // versions 1-2: a `timeline` row.
   void timeline(const TimelineSpec& t) {
-    auto orNull = [](int64_t v) { return v < 0 ? std::string("NULL") : std::to_string(v); };
-    std::ostringstream o;
-    o << "INSERT INTO timeline VALUES (" << t.image << "," << t.t_ns << "," << t.heap_bytes << ","
-      << (t.heap_max < 0 ? t.heap_bytes : t.heap_max) << "," << (t.heap_min < 0 ? t.heap_bytes : t.heap_min)
-      << "," << t.mmap_bytes << "," << orNull(t.rss_bytes) << "," << orNull(t.anon_bytes) << ","
-      << t.allocs << "," << t.frees << "," << t.alloc_bytes << ")";
-    exec(o.str());
+    timelines_.push_back(t);
+    if (version_ < 3) return insertTimelineRow(t);
+    std::string hex;
+    auto zigzag = [&](int64_t v) { varintHex(hex, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); };
+    int64_t max = t.heap_max < 0 ? t.heap_bytes : t.heap_max, min = t.heap_min < 0 ? t.heap_bytes : t.heap_min;
+    zigzag(t.t_ns);
+    zigzag(t.heap_bytes);
+    zigzag(max - t.heap_bytes);
+    zigzag(t.heap_bytes - min);
+    zigzag(t.mmap_bytes);
+    varintHex(hex, (t.rss_bytes >= 0 ? 1 : 0) | (t.anon_bytes >= 0 ? 2 : 0));
+    if (t.rss_bytes >= 0) zigzag(t.rss_bytes);
+    if (t.anon_bytes >= 0) zigzag(t.anon_bytes);
+    varintHex(hex, static_cast<uint64_t>(t.allocs));
+    varintHex(hex, static_cast<uint64_t>(t.frees));
+    varintHex(hex, static_cast<uint64_t>(t.alloc_bytes));
+    exec("INSERT INTO timeline_buckets (image_id, buckets) VALUES (" + std::to_string(t.image) + ",X'" + hex + "')");
   }
 
   void marker(int64_t image, int64_t t_ns, const char* name) {
@@ -298,7 +315,17 @@ class RecordingBuilder {
     if (version_ == 2) values += "," + (n.parent ? std::to_string(n.parent) : std::string("NULL"));
     exec("INSERT INTO stacks VALUES (" + values + ")");
   }
+  void insertTimelineRow(const TimelineSpec& t) {
+    auto orNull = [](int64_t v) { return v < 0 ? std::string("NULL") : std::to_string(v); };
+    std::ostringstream o;
+    o << "INSERT INTO timeline VALUES (" << t.image << "," << t.t_ns << "," << t.heap_bytes << ","
+      << (t.heap_max < 0 ? t.heap_bytes : t.heap_max) << "," << (t.heap_min < 0 ? t.heap_bytes : t.heap_min)
+      << "," << t.mmap_bytes << "," << orNull(t.rss_bytes) << "," << orNull(t.anon_bytes) << ","
+      << t.allocs << "," << t.frees << "," << t.alloc_bytes << ")";
+    exec(o.str());
+  }
   std::vector<Node> nodes_;
+  std::vector<TimelineSpec> timelines_;
   int version_ = 3;
   std::string path_;
   sqlite3* db_ = nullptr;

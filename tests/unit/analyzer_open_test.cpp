@@ -182,6 +182,37 @@ TEST(AnalyzerOpen, PackedStackNodesDecodeAcrossRowsAndStopAtDamage) {
   EXPECT_EQ(functions(5), "");    // before the first row
 }
 
+// Schema 3 packs the memory curve: deltas within a row, a later entry of a bucket replaces it,
+// damage ends the row.
+TEST(AnalyzerOpen, PackedTimelineDecodesDeltasAndLaterEntriesWin) {
+  RecordingBuilder b("timeline-buckets.db");
+  b.process({});
+  // (t, heap, max, min, mmap, rss, anon, allocs, frees, alloc_bytes):
+  //   (0, 900, 900, 0, 0, 1000000, 900000, 1, 0, 900)
+  //   (1000000, 5400, 9000, 900, 4096, 3000000, 2000000, 6, 1, 5400)
+  //   (2000000, 2700, 5400, 2700, 8192, -, -, 3, 5, 2700)
+  b.exec("INSERT INTO timeline_buckets (image_id, buckets) VALUES (1, X'00880E00880E000380897AC0EE6D0100840780897AA846"
+         "A038A8468040038092F401C0A386010601982A80897A972A982A0080400003058C15')");
+  // Bucket 2000000 again (heap 100, rss 5), then a cut entry.
+  b.exec("INSERT INTO timeline_buckets (image_id, buckets) VALUES (1, X'8092F401C801000000010A010203" "8089')");
+  auto rec = Recording::open(b.finish());
+  std::vector<TimelinePoint> tl = timeline(rec, 1);
+  ASSERT_EQ(tl.size(), 3u);
+  EXPECT_EQ(tl[0].heap_bytes, 900);
+  EXPECT_EQ(tl[0].rss_bytes, 1000000);
+  EXPECT_EQ(tl[1].t_ns, 1000000);
+  EXPECT_EQ(tl[1].heap_max, 9000);
+  EXPECT_EQ(tl[1].heap_min, 900);
+  EXPECT_EQ(tl[1].mmap_bytes, 4096);
+  EXPECT_EQ(tl[1].anon_bytes, 2000000);
+  EXPECT_EQ(tl[1].frees, 1);
+  EXPECT_EQ(tl[2].t_ns, 2000000);
+  EXPECT_EQ(tl[2].heap_bytes, 100);  // the later entry
+  EXPECT_EQ(tl[2].rss_bytes, 5);
+  EXPECT_FALSE(tl[2].anon_bytes);
+  EXPECT_EQ(tl[2].alloc_bytes, 3);
+}
+
 TEST(AnalyzerOpen, MetaWithoutTheOtherTablesIsCorrupt) {
   std::string path = tempPath("half.db");
   std::filesystem::remove(path);

@@ -65,6 +65,57 @@ inline void unpackStackNodes(sqlite3* db) {
   sqlite3_finalize(rows);
   sqlite3_finalize(put);
 }
+
+// Likewise the memory curve: schema 3 packs it into timeline_buckets; the tests read a TEMP table
+// `timeline` with version 2's columns, one row per entry (a later entry of a bucket replaces it).
+inline void unpackTimeline(sqlite3* db) {
+  sqlite3_exec(db, "CREATE TEMP TABLE IF NOT EXISTS timeline (image_id, t_ns, heap_bytes, heap_max, heap_min, "
+                   "mmap_bytes, rss_bytes, anon_bytes, allocs, frees, alloc_bytes, PRIMARY KEY (image_id, t_ns)); "
+                   "DELETE FROM temp.timeline;", nullptr, nullptr, nullptr);
+  sqlite3_stmt* rows = nullptr;
+  sqlite3_stmt* put = nullptr;
+  sqlite3_prepare_v2(db, "SELECT image_id, buckets FROM main.timeline_buckets ORDER BY id", -1, &rows, nullptr);
+  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO temp.timeline VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1, &put, nullptr);
+  while (rows && sqlite3_step(rows) == SQLITE_ROW) {
+    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 1));
+    const unsigned char* end = p + sqlite3_column_bytes(rows, 1);
+    auto varint = [&] {
+      uint64_t v = 0;
+      for (int shift = 0; p < end; shift += 7) {
+        v |= uint64_t(*p & 0x7f) << shift;
+        if (!(*p++ & 0x80)) break;
+      }
+      return v;
+    };
+    auto zigzag = [&] {
+      uint64_t v = varint();
+      return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+    };
+    int64_t t = 0, heap = 0, mmap = 0, rss = 0, anon = 0;
+    while (p < end) {
+      t += zigzag();
+      heap += zigzag();
+      int64_t max = heap + zigzag(), min = heap - zigzag();
+      mmap += zigzag();
+      uint64_t flags = varint();
+      if (flags & 1) rss += zigzag();
+      if (flags & 2) anon += zigzag();
+      int64_t counts[3] = {static_cast<int64_t>(varint()), static_cast<int64_t>(varint()),
+                           static_cast<int64_t>(varint())};
+      int64_t values[] = {sqlite3_column_int64(rows, 0), t, heap, max, min, mmap};
+      for (int i = 0; i < 6; ++i) sqlite3_bind_int64(put, i + 1, values[i]);
+      if (flags & 1) sqlite3_bind_int64(put, 7, rss);
+      else sqlite3_bind_null(put, 7);
+      if (flags & 2) sqlite3_bind_int64(put, 8, anon);
+      else sqlite3_bind_null(put, 8);
+      for (int i = 0; i < 3; ++i) sqlite3_bind_int64(put, 9 + i, counts[i]);
+      EXPECT_EQ(sqlite3_step(put), SQLITE_DONE);
+      sqlite3_reset(put);
+    }
+  }
+  sqlite3_finalize(rows);
+  sqlite3_finalize(put);
+}
 inline constexpr uint64_t kMs = 1'000'000ull;
 
 inline Decoded alloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t hash, uint32_t tid = 1,
@@ -173,6 +224,7 @@ class RecordingFixture : public ::testing::Test {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     }
     unpackStackNodes(reader_);
+    unpackTimeline(reader_);
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
         << sql << ": " << sqlite3_errmsg(reader_);
@@ -188,6 +240,7 @@ class RecordingFixture : public ::testing::Test {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     }
     unpackStackNodes(reader_);
+    unpackTimeline(reader_);
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
     std::string v = "<no row>";

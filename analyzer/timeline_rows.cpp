@@ -1,0 +1,98 @@
+// The rows of the memory curve, whichever way the file stores them (schema 3 packs them into
+// timeline_buckets; versions 1-2 have one `timeline` row per bucket).
+#include <algorithm>
+#include <map>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer::detail {
+
+namespace {
+
+// One varint of a packed entry; false when it is cut (damage ends the row).
+bool readVarint(const unsigned char*& p, const unsigned char* end, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    unsigned char b = *p++;
+    *v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+
+// Decodes one timeline_buckets row (see the schema) into `out`; stops at damage.
+void decodeBuckets(int64_t image, const unsigned char* p, const unsigned char* end, std::vector<TimelineRow>& out) {
+  TimelineRow prev{};
+  prev.image_id = image;
+  int64_t prevRss = 0, prevAnon = 0;
+  while (p && p < end) {
+    uint64_t v[6];
+    for (uint64_t& x : v)
+      if (!readVarint(p, end, &x)) return;
+    TimelineRow r{};
+    r.image_id = image;
+    // Unsigned arithmetic: damaged deltas wrap instead of overflowing.
+    r.t_ns = static_cast<int64_t>(uint64_t(prev.t_ns) + uint64_t(unzigzag(v[0])));
+    r.heap_bytes = static_cast<int64_t>(uint64_t(prev.heap_bytes) + uint64_t(unzigzag(v[1])));
+    r.heap_max = static_cast<int64_t>(uint64_t(r.heap_bytes) + uint64_t(unzigzag(v[2])));
+    r.heap_min = static_cast<int64_t>(uint64_t(r.heap_bytes) - uint64_t(unzigzag(v[3])));
+    r.mmap_bytes = static_cast<int64_t>(uint64_t(prev.mmap_bytes) + uint64_t(unzigzag(v[4])));
+    uint64_t flags = v[5], x;
+    if (flags & 1) {
+      if (!readVarint(p, end, &x)) return;
+      prevRss = static_cast<int64_t>(uint64_t(prevRss) + uint64_t(unzigzag(x)));
+      r.rss_bytes = prevRss;
+    }
+    if (flags & 2) {
+      if (!readVarint(p, end, &x)) return;
+      prevAnon = static_cast<int64_t>(uint64_t(prevAnon) + uint64_t(unzigzag(x)));
+      r.anon_bytes = prevAnon;
+    }
+    uint64_t counts[3];
+    for (uint64_t& c : counts)
+      if (!readVarint(p, end, &c)) return;
+    r.allocs = static_cast<int64_t>(counts[0]);
+    r.frees = static_cast<int64_t>(counts[1]);
+    r.alloc_bytes = static_cast<int64_t>(counts[2]);
+    out.push_back(r);
+    prev = r;
+  }
+}
+
+}  // namespace
+
+std::vector<TimelineRow> timelineRows(const Recording& rec, const std::string& imageCond) {
+  std::vector<TimelineRow> rows;
+  if (rec.info().schema_version < 3) {
+    std::string sql =
+        "SELECT image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes, rss_bytes, anon_bytes, "
+        "allocs, frees, alloc_bytes FROM timeline WHERE 1" + imageCond + " ORDER BY t_ns, image_id";
+    Statement q(rec, sql.c_str());
+    while (q.step())
+      rows.push_back({q.i64(0), q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(5), q.optI64(6), q.optI64(7),
+                      q.i64(8), q.i64(9), q.i64(10)});
+    return rows;
+  }
+  std::string sql = "SELECT image_id, buckets FROM timeline_buckets WHERE 1" + imageCond + " ORDER BY id";
+  Statement q(rec, sql.c_str());
+  while (q.step()) {
+    const auto* p = static_cast<const unsigned char*>(q.blob(1));
+    decodeBuckets(q.i64(0), p, p ? p + q.bytes(1) : p, rows);
+  }
+  // A bucket written again replaces the earlier entry (as INSERT OR REPLACE did in version 2):
+  // a stable sort keeps write order within a bucket, and the last one stays.
+  std::stable_sort(rows.begin(), rows.end(), [](const TimelineRow& a, const TimelineRow& b) {
+    return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.image_id < b.image_id;
+  });
+  std::vector<TimelineRow> out;
+  out.reserve(rows.size());
+  for (const TimelineRow& r : rows) {
+    if (!out.empty() && out.back().t_ns == r.t_ns && out.back().image_id == r.image_id) out.back() = r;
+    else out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace memledger::analyzer::detail
