@@ -21,6 +21,11 @@ struct StackCache {
   uint64_t last;
   uint64_t slots[kSlots];
   unwind::Trace trace;
+  // The stack of the thread's last Stack record on the current ring: the next one sends only
+  // the frames it does not share with it at the outer end (wire.h, "Stack records").
+  uint32_t sentN;
+  uint64_t sentHash;
+  uint64_t sent[wire::kMaxFrames];
 };
 
 namespace {
@@ -78,6 +83,7 @@ bool firstSight(StackCache* c, uint64_t hash) {
     std::memset(c->slots, 0, sizeof(c->slots));
     c->count = 0;
     c->last = 0;
+    c->sentN = 0;  // a new ring's reader has no base for a delta
     c->gen = gen;
   }
   if (c->last == hash) return false;
@@ -110,15 +116,33 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
   bool sendStack = n > 0 && firstSight(cache, hash);
   if (sendStack && !st.framesOut) unwind::framesOf(&cache->trace, st, ips);
   // Module records for code the stack runs in go before the Stack record that needs them.
-  if (sendStack) modulesEnsureCover(ips, n);
-  uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(n)) : 0;
+  // Outer frames shared with the thread's last Stack record are not sent again.
+  int shared = 0;
+  uint64_t base = 0;
+  if (sendStack) {
+    modulesEnsureCover(ips, n);
+    if (cache && cache->sentN) {
+      int m = static_cast<int>(cache->sentN);
+      while (shared < n && shared < m && ips[n - 1 - shared] == cache->sent[m - 1 - shared]) ++shared;
+      if (shared == n) --shared;  // a record carries at least one frame
+      base = cache->sentHash;
+    }
+  }
+  int carried = n - shared;
+  uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(carried)) : 0;
   uint32_t slots = (sendStack ? 1 + conts : 0) + 1;
   uint64_t i;
   if (!ring::reserve(h, slots, &i)) return;
   if (sendStack) {
-    ring::writeFrameContinuations(h, i + 1, ips, static_cast<size_t>(n));
-    ring::write(h, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(n), hash, 0, 0);
+    ring::writeFrameContinuations(h, i + 1, ips, static_cast<size_t>(carried));
+    ring::write(h, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(carried), hash,
+                static_cast<uint64_t>(shared), shared ? base : 0);
     i += 1 + conts;
+    if (cache) {
+      std::memcpy(cache->sent, ips, static_cast<size_t>(n) * sizeof(uint64_t));
+      cache->sentN = static_cast<uint32_t>(n);
+      cache->sentHash = hash;
+    }
   }
   ring::write(h, i, wire::RecordType::Alloc, kind, opAux(op), reinterpret_cast<uint64_t>(p), size,
               hash);

@@ -35,7 +35,7 @@
 
 namespace memledger::wire {
 
-inline constexpr uint32_t kWireVersion = 2;
+inline constexpr uint32_t kWireVersion = 3;
 inline constexpr uint32_t kRingMagic = 0x4d4c5247;  // "MLRG"
 inline constexpr const char* kEnvDir = "MEMLEDGER_DIR";
 inline constexpr const char* kEnvRingSlots = "MEMLEDGER_RING_SLOTS";   // optional override
@@ -49,7 +49,8 @@ enum class RecordType : uint8_t {
   Nop = 0,          // a reserved slot that carries nothing (e.g. a failed realloc's reservation)
   Alloc = 1,        // a=address b=size c=stack hash; kind, op
   Free = 2,         // a=address; kind, op                       (reserved before the real free)
-  Stack = 3,        // a=stack hash, aux=frame count; frames follow in continuation slots
+  Stack = 3,        // a=stack hash, aux=frames carried, b=outer frames shared, c=their base
+                    // (see "Stack records" below); the carried frames follow in continuations
   Module = 4,       // a=load bias, b=start, c=end; aux=path length; path follows in continuation
   Unmap = 5,        // a=address b=length: a mapped range goes away (see "Unmap" below)
   Exit = 6,         // a=exit status & 0xff (exit/_exit/_Exit was called); aux 0 exit, 1 _exit, 2 _Exit
@@ -119,6 +120,12 @@ inline constexpr uint32_t continuationSlotsForText(uint32_t bytes) {
   return static_cast<uint32_t>((bytes + kContinuationBytes - 1) / kContinuationBytes);
 }
 
+// Stack records. A thread's stacks are sent once each; consecutive ones mostly differ only in
+// their innermost frames. So a Stack record carries its `aux` innermost frames and takes the
+// `b` outermost ones from the previous Stack record of the same thread (same ring), whose hash
+// is `c` (b = 0, c = 0: the record carries the whole stack). The stack is those aux + b frames,
+// innermost first; `a` is the hash of all of them. A reader that does not have the base (c) at
+// hand finds it among the stacks it interned.
 inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
   switch (type) {
     case RecordType::Stack: return continuationSlotsForFrames(aux);

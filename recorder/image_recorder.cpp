@@ -1,6 +1,7 @@
 #include "image_recorder.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "recording.h"
 
@@ -80,7 +81,7 @@ void ImageRecorder::onRecord(const Decoded& r) {
       break;
     }
     case RecordType::Stack:
-      if (r.a && !stackByHash_.find(r.a)) internStack(r.a, r.frames.data(), r.frames.size());
+      onStack(r);
       break;
     case RecordType::Module: {
       int64_t mid = rec_.nextModuleId();
@@ -509,6 +510,11 @@ void ImageRecorder::close(uint64_t ts) {
   heap_.release();
   custom_.release();
   reallocOf_.release();
+  lastStackOf_.release();
+  std::vector<LastStack>().swap(lastStacks_);
+  if (unresolvedStacks_)
+    std::fprintf(stderr, "memledger: warning: %llu stacks of image %lld arrived without their base; only their inner frames are known\n",
+                 static_cast<unsigned long long>(unresolvedStacks_), static_cast<long long>(id_));
   ranges_.clear();
   std::vector<Mapping>().swap(mappings_);
   std::vector<uint32_t>().swap(freeMappings_);

@@ -158,9 +158,13 @@ class ImageRecorder final : public RecordSink {
   uint64_t rel(uint64_t ts) const { return ts > opt_.origin_ns ? ts - opt_.origin_ns : 0; }
   ThreadState& thread(uint32_t tid);
   uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind);
-  uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n);
+  void onStack(const Decoded& r);
+  // knownOuter > 0: the path of the outermost knownOuter frames is in the tree already, and
+  // outerHashes[1 .. knownOuter] are its path hashes (a thread's previous stack shared them).
+  uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n, size_t knownOuter = 0,
+                       const uint64_t* outerHashes = nullptr);
   // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_.
-  int64_t addToStackTree(const uint64_t* frames, size_t n);
+  int64_t addToStackTree(const uint64_t* frames, size_t n, size_t knownOuter, const uint64_t* outerHashes);
   uint32_t ipId(uint64_t address);
   void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
   void bucketAt(uint64_t t);
@@ -212,6 +216,17 @@ class ImageRecorder final : public RecordSink {
   FlatMap<uint32_t> pathNodes_;
   uint32_t leafNode_ = 0;  // the node addToStackTree() ended at
   std::vector<uint32_t> scratchIps_, scratchShared_;
+  // Per thread, its last Stack record's whole stack (a delta record's base, wire.h "Stack
+  // records") and, when it was interned here just now, its path hashes (outermost first).
+  struct LastStack {
+    uint64_t hash = 0;
+    std::vector<uint64_t> frames;  // innermost first
+    std::vector<uint64_t> pathHashes;  // [len] for len in 0..frames.size(); empty: not known
+  };
+  FlatMap<uint32_t> lastStackOf_;  // tid + 1 -> index in lastStacks_
+  std::vector<LastStack> lastStacks_;
+  std::vector<uint64_t> scratchFrames_;
+  uint64_t unresolvedStacks_ = 0;  // delta records whose base was not found (corrupt input)
   std::vector<uint64_t> scratchHashes_;
   PagedArray<Site> sites_;
 

@@ -15,12 +15,56 @@ uint32_t ImageRecorder::ipId(uint64_t address) {
   return *id;
 }
 
-uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n) {
+// A Stack record: its whole stack is the frames it carries plus the outer frames it shares with
+// the same thread's previous Stack record (wire.h, "Stack records").
+void ImageRecorder::onStack(const Decoded& r) {
+  auto [slot, isNew] = lastStackOf_.insert(uint64_t{r.tid} + 1);
+  if (isNew) {
+    *slot = static_cast<uint32_t>(lastStacks_.size());
+    lastStacks_.emplace_back();
+  }
+  LastStack& last = lastStacks_[*slot];
+  std::vector<uint64_t>& full = scratchFrames_;
+  full.assign(r.frames.begin(), r.frames.end());
+  size_t shared = static_cast<size_t>(r.b);
+  size_t knownOuter = 0;
+  const uint64_t* outerHashes = nullptr;
+  if (shared) {
+    if (last.hash == r.c && shared <= last.frames.size()) {
+      full.insert(full.end(), last.frames.end() - static_cast<long>(shared), last.frames.end());
+      if (last.pathHashes.size() == last.frames.size() + 1) {
+        knownOuter = shared;
+        outerHashes = last.pathHashes.data();
+      }
+    } else {
+      // Not the base this thread sent last (a record lost with a writer killed mid-write):
+      // any stack interned here with that hash will do.
+      std::vector<uint64_t> base;
+      if (stackFrames(r.c, &base) && shared <= base.size())
+        full.insert(full.end(), base.end() - static_cast<long>(shared), base.end());
+      else
+        ++unresolvedStacks_;  // only the carried frames are known
+    }
+  }
+  last.hash = r.a;
+  bool interned = false;
+  if (r.a && !stackByHash_.find(r.a)) {
+    internStack(r.a, full.data(), full.size(), knownOuter, outerHashes);
+    interned = !full.empty();
+  }
+  // addToStackTree left the path hashes of `full` in scratchHashes_.
+  if (interned) last.pathHashes.assign(scratchHashes_.begin(), scratchHashes_.begin() + static_cast<long>(full.size()) + 1);
+  else last.pathHashes.clear();
+  last.frames.swap(full);
+}
+
+uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n, size_t knownOuter,
+                                    const uint64_t* outerHashes) {
   auto [idx, isNew] = stackByHash_.insert(hash);
   if (!isNew) return *idx;
   *idx = static_cast<uint32_t>(stacks_.size());
   uint32_t index = *idx;  // keep no pointer into stackByHash_ across the inserts below
-  int64_t leaf = n ? addToStackTree(frames, n) : 0;
+  int64_t leaf = n ? addToStackTree(frames, n, knownOuter, outerHashes) : 0;
   if (n == 0) {
     leaf = rec_.nextStackId();  // an empty stack is its own row (unknown and "no stack" differ)
     db_.insertStack(leaf, id_, nullptr, 0);
@@ -45,25 +89,39 @@ uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_
 // shared path is written first (its frames then exist twice, once in each row), and later
 // stacks branching there reuse it. So at most two rows per new stack, and shared outer frames
 // (the bulk of deep stacks) are stored once or twice instead of once per stack.
-int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n) {
+int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, size_t knownOuter,
+                                      const uint64_t* outerHashes) {
   if (treeNodes_.empty()) treeNodes_.push_back(TreeNode{0, 0, 0, 0});  // the root: no frame
   // Paths are found by a hash of their frames (outermost first), never by walking the tree: a
   // walk costs a cache miss per frame on deep stacks. Known paths are prefix-closed, so the
   // deepest known one is a binary search over the length.
   std::vector<uint64_t>& hashes = scratchHashes_;
   hashes.resize(n + 1);
-  uint64_t h = 0;
-  for (size_t len = 1; len <= n; ++len) {
-    h = mixHash(h ^ frames[n - len]);
-    hashes[len] = h ? h : 1;  // the map reserves key 0
+  hashes[0] = 0;
+  size_t start = 0;
+  if (outerHashes && knownOuter <= n) {  // the outer part's hashes are known: only the rest
+    std::copy(outerHashes + 1, outerHashes + knownOuter + 1, hashes.begin() + 1);
+    start = knownOuter;
   }
+  uint64_t h = hashes[start];
+  for (size_t len = start + 1; len <= n; ++len) {
+    h = mixHash(h ^ frames[n - len]);
+    hashes[len] = h;
+  }
+  auto key = [&hashes](size_t len) { return hashes[len] ? hashes[len] : 1; };  // the map reserves 0
   size_t known = 0, hi = n;  // the path of `known` frames is node `cur`; none longer than hi is
   uint32_t cur = 0;
+  if (start) {
+    if (const uint32_t* node = pathNodes_.find(key(start))) {
+      known = start;
+      cur = *node;
+    }
+  }
   // A new stack mostly shares all but its innermost few frames with an earlier one: probe from
   // the full length down in growing steps first, then bisect what is left.
   for (size_t gap = 0; hi > known; gap = gap ? gap * 2 : 1) {
     size_t len = hi > known + gap ? hi - gap : known + 1;
-    if (const uint32_t* node = pathNodes_.find(hashes[len])) {
+    if (const uint32_t* node = pathNodes_.find(key(len))) {
       known = len;
       cur = *node;
       break;
@@ -72,7 +130,7 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n) {
   }
   while (known < hi) {
     size_t mid = (known + hi + 1) / 2;
-    if (const uint32_t* node = pathNodes_.find(hashes[mid])) {
+    if (const uint32_t* node = pathNodes_.find(key(mid))) {
       known = mid;
       cur = *node;
     } else {
@@ -99,7 +157,7 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n) {
   for (size_t k = fresh; k-- > 0;) {
     uint32_t node = static_cast<uint32_t>(treeNodes_.size());
     treeNodes_.push_back(TreeNode{cur, scratchIps_[k], 0, 0});
-    *pathNodes_.insert(hashes[n - k]).first = node;
+    *pathNodes_.insert(key(n - k)).first = node;
     cur = node;
   }
   leafNode_ = cur;

@@ -275,6 +275,42 @@ TEST_F(RecorderCore, StackTreeSharesPathsAndMergesEqualStacks) {
   EXPECT_EQ(query("SELECT count(*) FROM sites"), 3);
 }
 
+// wire.h "Stack records": a record carries its innermost frames and takes `b` outer frames from
+// its thread's previous Stack record (hash `c`); threads interleave without disturbing each other.
+TEST_F(RecorderCore, DeltaStackRecordsTakeTheOuterFramesOfTheThreadsLastStack) {
+  ImageRecorder& im = image();
+  auto delta = [](uint64_t hash, const std::vector<uint64_t>& carried, uint64_t shared, uint64_t base,
+                  uint32_t tid) {
+    Decoded d = stack(hash, carried);
+    d.b = shared;
+    d.c = base;
+    d.tid = tid;
+    return d;
+  };
+  const std::vector<uint64_t> a = {0x401000, 0x402000, 0x403000};
+  const std::vector<uint64_t> c = {0x501000, 0x503000};
+  const std::vector<uint64_t> bIn = {0x409000}, dIn = {0x40a000, 0x40b000}, eIn = {0x601000};
+  im.onRecord(delta(0xa1, a, 0, 0, 1));
+  im.onRecord(delta(0xc1, c, 0, 0, 2));
+  im.onRecord(delta(0xb1, bIn, 2, 0xa1, 1));  // thread 1's base is 0xa1, not thread 2's 0xc1
+  im.onRecord(delta(0xd1, dIn, 1, 0xb1, 1));
+  // Not thread 2's last stack (a record lost with a killed writer): found among the interned.
+  im.onRecord(delta(0xe1, eIn, 3, 0xa1, 2));
+  std::vector<uint64_t> got;
+  ASSERT_TRUE(im.stackFrames(0xb1, &got));
+  EXPECT_EQ(got, (std::vector<uint64_t>{0x409000, 0x402000, 0x403000}));
+  ASSERT_TRUE(im.stackFrames(0xd1, &got));
+  EXPECT_EQ(got, (std::vector<uint64_t>{0x40a000, 0x40b000, 0x403000}));
+  ASSERT_TRUE(im.stackFrames(0xe1, &got));
+  EXPECT_EQ(got, (std::vector<uint64_t>{0x601000, 0x401000, 0x402000, 0x403000}));
+  // The tree holds them as the recorder stores every stack: 0xb1 and 0xd1 allocate exactly.
+  im.onRecord(alloc(1 * kMs, 0x1000, 11, 0xb1, 1));
+  im.onRecord(alloc(1 * kMs, 0x2000, 22, 0xd1, 1));
+  finish(2 * kMs);
+  EXPECT_EQ(query("SELECT sum(leak_bytes) FROM sites"), 33);
+  EXPECT_EQ(query("SELECT count(*) FROM sites"), 2);
+}
+
 TEST_F(RecorderCore, UnknownStackIsItsOwnSite) {
   ImageRecorder& im = image();
   im.onRecord(alloc(1 * kMs, 0x1000, 10, 0x1234));  // no Stack record ever came

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct Image {
   uint32_t lost = 0;
   uint64_t slotsConsumed = 0;   // what drain/drainFinal returned
   uint64_t slotsDelivered = 0;  // slots of the records delivered: equal unless slots were skipped
+  uint64_t unresolvedStacks = 0;  // delta Stack records whose base was not the thread's last one
+  // Per thread: the hash and whole stack of its last Stack record (a delta record's base).
+  std::map<uint32_t, std::pair<uint64_t, std::vector<uint64_t>>> lastStack;
 };
 
 struct RunResult {
@@ -75,6 +79,19 @@ class Collector : public recorder::RecordSink {
     if (!keep_) return;
     Rec r{d.type, d.kind, d.aux, d.tid, d.ts, d.a, d.b, d.c,
           std::vector<uint64_t>(d.frames.begin(), d.frames.end()), std::string(d.text)};
+    if (d.type == RecordType::Stack) {
+      // Rec::frames is the whole stack: the carried frames, then the outer ones the record
+      // shares with its thread's previous Stack record (wire.h, "Stack records").
+      auto& [lastHash, lastFrames] = image_->lastStack[d.tid];
+      if (d.b) {
+        if (lastHash == d.c && d.b <= lastFrames.size())
+          r.frames.insert(r.frames.end(), lastFrames.end() - static_cast<long>(d.b), lastFrames.end());
+        else
+          ++image_->unresolvedStacks;
+      }
+      lastHash = d.a;
+      lastFrames = r.frames;
+    }
     image_->recs.push_back(std::move(r));
   }
 

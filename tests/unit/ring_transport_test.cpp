@@ -52,7 +52,8 @@ void expectStackBefore(const Image& img, uint64_t hash, size_t before) {
   }
   ASSERT_NE(stack, nullptr) << "no Stack record before the allocation";
   ASSERT_FALSE(stack->frames.empty());
-  EXPECT_EQ(stack->aux, stack->frames.size());
+  EXPECT_EQ(stack->aux + stack->b, stack->frames.size());  // carried + shared with the previous one
+  EXPECT_EQ(img.unresolvedStacks, 0u);
   EXPECT_EQ(memledger::wire::hashFrames(stack->frames.data(), static_cast<int>(stack->frames.size())), hash);
   const Rec* mod = nullptr;
   for (const Rec& r : img.recs) {
