@@ -145,7 +145,8 @@ std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t
 
 // Top sites of every phase by bytes allocated in it. One phase is the whole run: the exact
 // per-site totals of `sites` answer it. Several phases take one sequential pass over
-// `site_timeline` (each bucket's sites; phases start at bucket starts, markers cut buckets, so
+// `site_buckets` (`site_timeline` before schema 3: each bucket's sites; phases start at bucket
+// starts, markers cut buckets, so
 // each bucket falls in exactly one phase and the sums are exact). A version 1 file has no
 // site_timeline: the pass reads its allocation rows instead (there, only allocations that lived
 // at least the fold threshold). Per entry the pass adds into a dense array: a GROUP BY per phase
@@ -225,7 +226,18 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
     a.count += count;
     a.bytes += bytes;
   };
-  if (rec.info().schema_version >= 2) {
+  if (rec.info().schema_version >= 3) {
+    detail::Statement q(rec, "SELECT buckets FROM site_buckets");
+    const int64_t from = ranges.front().start;
+    while (q.step()) {
+      detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
+        if (t < from) return;
+        detail::forEachSiteActivity(entries, bytes, 3, [&](const detail::SiteActivity& e) {
+          add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
+        });
+      });
+    }
+  } else if (rec.info().schema_version >= 2) {
     detail::Statement q(rec, "SELECT t_ns, sites FROM site_timeline WHERE t_ns >= ?");
     q.bind(1, ranges.front().start);
     while (q.step()) {

@@ -228,20 +228,19 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
   {
     // Every table of the schema must be there; a missing one means the file is damaged (or the
     // recorder died before it created them).
-    static const char* kTables[] = {"processes", "modules", "ips", "frames", "sites", "allocations",
-                                    "markers", "site_timeline", "stacks", "stack_nodes", "timeline",
-                                    "timeline_buckets"};
+    // Version 3 packs three of version 2's tables (see the schema).
+    static const char* kTables[] = {"processes", "modules", "ips", "frames", "sites", "allocations", "markers"};
+    static const char* kTablesV2[] = {"stacks", "timeline", "site_timeline"};
+    static const char* kTablesV3[] = {"stack_nodes", "timeline_buckets", "site_buckets"};
     detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-    for (const char* t : kTables) {
-      if (info.schema_version < 2 && std::strcmp(t, "site_timeline") == 0) continue;
-      if (info.schema_version < 3 && (std::strcmp(t, "stack_nodes") == 0 || std::strcmp(t, "timeline_buckets") == 0))
-        continue;
-      if (info.schema_version >= 3 && (std::strcmp(t, "stacks") == 0 || std::strcmp(t, "timeline") == 0)) continue;
+    auto require = [&](const char* t) {
       q.reset();
       q.bind(1, std::string(t));
-      if (!q.step() || q.i64(0) == 0)
-        throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
-    }
+      if (!q.step() || q.i64(0) == 0) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+    };
+    for (const char* t : kTables) require(t);
+    for (const char* t : info.schema_version >= 3 ? kTablesV3 : kTablesV2)
+      if (info.schema_version >= 2 || std::strcmp(t, "site_timeline") != 0) require(t);
   }
   {
     detail::Statement q(rec, "SELECT key, value FROM meta");

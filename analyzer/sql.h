@@ -65,6 +65,32 @@ void forEachSiteActivity(const void* blob, int bytes, int schema_version, F&& f)
   }
 }
 
+// Calls f(t_ns, entries, entryBytes) for each bucket of a site_buckets row (schema 3: per bucket
+// a zigzag varint t_ns delta from the row's previous bucket, the entries' length, the entries);
+// damage ends the row.
+template <class F>
+void forEachSiteBucket(const void* blob, int bytes, F&& f) {
+  const auto* p = static_cast<const unsigned char*>(blob);
+  const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      uint8_t b = *p++;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  uint64_t t = 0;
+  while (p && p < end) {
+    uint64_t delta, length;
+    if (!varint(delta) || !varint(length) || length > uint64_t(end - p)) return;
+    t += (delta >> 1) ^ (~(delta & 1) + 1);  // zigzag; unsigned, so damage wraps
+    f(static_cast<int64_t>(t), static_cast<const void*>(p), static_cast<int>(length));
+    p += length;
+  }
+}
+
 [[noreturn]] void throwCorrupt(const std::string& path);
 
 // One bucket of one image's memory curve (the `timeline` table of schema 1-2, an entry of

@@ -108,9 +108,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "t_free, realloc_of) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   w->timeline_ = w->prepare("INSERT INTO timeline_buckets(image_id, buckets) VALUES (?,?)");
   // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
-  w->siteTimeline_ = w->prepare(
-      "INSERT INTO site_timeline(image_id, t_ns, sites) VALUES (?,?,?) "
-      "ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
+  w->siteTimeline_ = w->prepare("INSERT INTO site_buckets(image_id, buckets) VALUES (?,?)");
   w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
   if (!w->ok()) {
     *error = w->error_;
@@ -175,6 +173,7 @@ void DbWriter::maybeCommit(uint64_t now_ns) {
 void DbWriter::commit() {
   if (stack_) flushStackNodes();
   if (timeline_) flushTimeline();
+  if (siteTimeline_) flushSiteBuckets();
   if (inTx_) {
     inTx_ = false;
     exec("COMMIT");
@@ -358,8 +357,7 @@ void DbWriter::flushTimeline() {
 }
 
 void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes) {
-  sqlite3_stmt* st = siteTimeline_;
-  if (!st) return;
+  if (!siteTimeline_) return;
   // The entries come as (stack id, kind, allocs, bytes); the file gets them sorted by site, each
   // stack id as the gap from the previous one (kind * 2 + 0) except the first (kind * 2 + 1, so
   // that two writes of one bucket, concatenated, still decode). Schema 3; about a third smaller
@@ -389,11 +387,26 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* s
     putVarint(packed_, e[3]);
     prev = e[0];
   }
-  sqlite3_bind_int64(st, 1, image);
-  bindU(st, 2, t_ns);
-  sqlite3_bind_blob(st, 3, packed_.empty() ? static_cast<const void*>("") : packed_.data(),
-                    static_cast<int>(packed_.size()), SQLITE_STATIC);
-  step(st);
+  // Then into the image's site_buckets row: t_ns delta, the entries' length, the entries.
+  if (siteCount_ && (image != siteImage_ || siteCount_ == kBucketsPerRow)) flushSiteBuckets();
+  if (!siteCount_) {
+    siteImage_ = image;
+    siteT_ = 0;
+  }
+  putSigned(siteBuckets_, static_cast<int64_t>(t_ns - siteT_));
+  putVarint(siteBuckets_, packed_.size());
+  siteBuckets_.insert(siteBuckets_.end(), packed_.begin(), packed_.end());
+  siteT_ = t_ns;
+  ++siteCount_;
+}
+
+void DbWriter::flushSiteBuckets() {
+  if (!siteCount_) return;
+  siteCount_ = 0;  // first: step() may commit, and a commit flushes this row
+  sqlite3_bind_int64(siteTimeline_, 1, siteImage_);
+  sqlite3_bind_blob(siteTimeline_, 2, siteBuckets_.data(), static_cast<int>(siteBuckets_.size()), SQLITE_STATIC);
+  step(siteTimeline_);
+  siteBuckets_.clear();
 }
 
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {

@@ -93,7 +93,8 @@ class DbWriter {
   // an image change, or a commit.
   void insertTimeline(const TimelineRow& row);
   // One bucket's site entries as four varints each (stack id, kind, allocs, bytes), in any order;
-  // stored sorted, with stack ids as gaps (see site_timeline in the schema).
+  // stored sorted, with stack ids as gaps, packed with other buckets of the image into a
+  // site_buckets row like the timeline's (see the schema).
   void insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
 
@@ -119,6 +120,7 @@ class DbWriter {
   void fail(const char* what);
   void flushStackNodes();
   void flushTimeline();
+  void flushSiteBuckets();
 
   sqlite3* db_ = nullptr;
   std::string error_;
@@ -135,6 +137,11 @@ class DbWriter {
   std::vector<uint8_t> buckets_;
   TimelineRow prevBucket_;
   uint64_t prevRss_ = 0, prevAnon_ = 0;
+  // The site_buckets row being filled: image, bucket count, previous bucket start, bytes.
+  int64_t siteImage_ = 0;
+  size_t siteCount_ = 0;
+  uint64_t siteT_ = 0;
+  std::vector<uint8_t> siteBuckets_;
   std::vector<std::array<uint64_t, 4>> entries_;  // insertSiteTimeline's scratch
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,

@@ -19,8 +19,9 @@
 -- no parent_id: ips is the whole stack).
 -- Version 3 (this file): stacks are packed, many nodes per row, in `stack_nodes` (which replaces
 -- `stacks`, see there), the memory curve likewise in `timeline_buckets` (which replaces
--- `timeline`), and site_timeline entries carry stack id gaps (see there); everything else is as
--- in version 2. Readers of version 3 read versions 1 and 2.
+-- `timeline`), per-site activity in `site_buckets` (which replaces `site_timeline`, its entries
+-- with stack id gaps); everything else is as in version 2. Readers of version 3 read versions 1
+-- and 2.
 PRAGMA user_version = 3;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
@@ -143,7 +144,7 @@ CREATE TABLE sites (
 -- Individual allocations. Which ones is meta allocation_rows: by default only the blocks live at
 -- the end of their process (leaks; t_free is NULL); `record --fold-ms N` adds freed blocks that
 -- lived at least N ms, `--no-fold` every block. Blocks without a row are counted exactly in
--- `sites` and, over time, in `site_timeline`.
+-- `sites` and, over time, in `site_buckets`.
 CREATE TABLE allocations (
   id          INTEGER PRIMARY KEY,
   image_id    INTEGER NOT NULL,
@@ -187,24 +188,29 @@ CREATE TABLE timeline_buckets (
   buckets     BLOB NOT NULL
 );
 
--- Allocations per site over time: one row per timeline bucket in which anything allocated (same
--- bucket starts as the memory curve, markers cut them too), holding every site that allocated in it,
--- so the allocations of any range of timeline buckets (a phase) sum exactly per site. Frees are
--- not split out per bucket (nothing asks for them; sites.free_count has the totals). Realloc
--- counts as an allocation. `sites` packs the entries (one row per site would cost ~27 bytes a
--- site and bucket, this ~7): each entry is four unsigned LEB128 varints,
+-- Allocations per site over time: for every bucket in which anything allocated (same bucket
+-- starts as the memory curve, markers cut them too), every site that allocated in it, so the
+-- allocations of any range of buckets (a phase) sum exactly per site. Frees are not split out
+-- per bucket (nothing asks for them; sites.free_count has the totals). Realloc counts as an
+-- allocation. A bucket's entries (one row per site would cost ~27 bytes a site and bucket, an
+-- entry ~5) are four unsigned LEB128 varints each,
 --   stack, kind * 2 + absolute (kind: 0 'malloc', 1 'new', 2 'mmap', 3 'custom': sites.kind),
 --   allocs, alloc_bytes
 -- where stack is the stack id when absolute is 1, else the gap from the previous entry's stack id
 -- (the recorder sorts a bucket's entries by site and makes its first one absolute: small gaps
 -- compress a third better than ids). Entries simply follow each other (a reader adds up entries
--- of the same site). Version 2 entries are stack_id, kind, allocs, alloc_bytes as they are.
-CREATE TABLE site_timeline (
+-- of the same site and bucket).
+-- Packed (version 3) like the memory curve: a row holds consecutive buckets of one image (at
+-- most 256, in time order), each as a zigzag varint t_ns - the row's previous bucket's t_ns (the
+-- first: t_ns itself), an unsigned varint with the byte length of its entries, the entries.
+-- Version 2 had `site_timeline` instead (image_id, t_ns, sites: one row per bucket, WITHOUT
+-- ROWID, primary key (image_id, t_ns)) with entries stack_id, kind, allocs, alloc_bytes as they
+-- are; version 1 had neither.
+CREATE TABLE site_buckets (
+  id          INTEGER PRIMARY KEY,
   image_id    INTEGER NOT NULL,
-  t_ns        INTEGER NOT NULL,       -- bucket start, as in timeline_buckets
-  sites       BLOB NOT NULL,
-  PRIMARY KEY (image_id, t_ns)
-) WITHOUT ROWID;
+  buckets     BLOB NOT NULL
+);
 
 -- Phase markers set by the program (memledger_mark) or `memledger mark`.
 CREATE TABLE markers (

@@ -81,7 +81,7 @@ TEST(ThreePhases, EachPhaseTopSiteIsTheRampWithExactlyItsBlocks) {
     EXPECT_TRUE(hasOneSite(top, "ramp", blocks[i], blocks[i] * kMiB, "malloc")) << "phase " << i + 1;
   }
   EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM allocations WHERE t_free IS NOT NULL"), 0);
-  EXPECT_GT(sqlInt(rec.db, "SELECT count(*) FROM site_timeline"), 0);
+  EXPECT_GT(sqlInt(rec.db, "SELECT count(*) FROM site_buckets"), 0);
   EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM meta WHERE key = 'allocation_rows' AND value = 'leaks'"), 1);
 }
 

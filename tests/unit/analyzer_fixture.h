@@ -178,10 +178,13 @@ class RecordingBuilder {
          "heap_max INTEGER NOT NULL, heap_min INTEGER NOT NULL, mmap_bytes INTEGER NOT NULL, rss_bytes INTEGER, "
          "anon_bytes INTEGER, allocs INTEGER NOT NULL, frees INTEGER NOT NULL, alloc_bytes INTEGER NOT NULL, "
          "PRIMARY KEY (image_id, t_ns)) WITHOUT ROWID; DROP TABLE timeline_buckets;");
+    exec("CREATE TABLE site_timeline (image_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, sites BLOB NOT NULL, "
+         "PRIMARY KEY (image_id, t_ns)) WITHOUT ROWID; DROP TABLE site_buckets;");
     meta("schema_version", "2");
     version_ = 2;
     for (const Node& n : nodes_) insertStackRow(n);
     for (const TimelineSpec& t : timelines_) insertTimelineRow(t);
+    for (const Activity& a : activities_) insertSiteTimelineRow(a);
   }
 
   void site(const SiteSpec& s) {
@@ -223,12 +226,23 @@ class RecordingBuilder {
     };
     const std::string k = kind;
     uint64_t code = k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0;
+    activities_.push_back({image, t_ns, stack, allocs, bytes, code});
+    if (version_ < 3) return insertSiteTimelineRow(activities_.back());
+    // Version 3: a site_buckets row of one bucket (zigzag t_ns, entry length) holding one entry
+    // whose stack id is absolute (kind * 2 + 1).
     varint(static_cast<uint64_t>(stack));
-    varint(version_ >= 3 ? code * 2 + 1 : code);  // version 3: each entry's stack id absolute
+    varint(code * 2 + 1);
     varint(static_cast<uint64_t>(allocs));
     varint(static_cast<uint64_t>(bytes));
-    exec("INSERT INTO site_timeline VALUES (" + std::to_string(image) + "," + std::to_string(t_ns) + ",X'" + hex +
-         "') ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
+    siteBucketRaw(image, t_ns, hex);
+  }
+
+  // A site_buckets row of one bucket whose entries are these bytes (hex), as they are.
+  void siteBucketRaw(int64_t image, int64_t t_ns, const std::string& entriesHex) {
+    std::string row;
+    varintHex(row, static_cast<uint64_t>(t_ns) << 1);
+    varintHex(row, entriesHex.size() / 2);
+    exec("INSERT INTO site_buckets (image_id, buckets) VALUES (" + std::to_string(image) + ",X'" + row + entriesHex + "')");
   }
 
   // Makes the file a version 1 recording (no site_timeline, phase sites from allocation rows,
@@ -326,6 +340,20 @@ class RecordingBuilder {
   }
   std::vector<Node> nodes_;
   std::vector<TimelineSpec> timelines_;
+  struct Activity {
+    int64_t image, t_ns, stack, allocs, bytes;
+    uint64_t code;
+  };
+  // Version 2: entries appended to the bucket's site_timeline row, ids absolute.
+  void insertSiteTimelineRow(const Activity& a) {
+    std::string hex;
+    for (uint64_t v : {static_cast<uint64_t>(a.stack), a.code, static_cast<uint64_t>(a.allocs),
+                       static_cast<uint64_t>(a.bytes)})
+      varintHex(hex, v);
+    exec("INSERT INTO site_timeline VALUES (" + std::to_string(a.image) + "," + std::to_string(a.t_ns) + ",X'" + hex +
+         "') ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
+  }
+  std::vector<Activity> activities_;
   int version_ = 3;
   std::string path_;
   sqlite3* db_ = nullptr;

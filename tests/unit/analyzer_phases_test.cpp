@@ -231,9 +231,9 @@ TEST(AnalyzerPhases, MarkerPhaseTopSitesComeFromSiteTimeline) {
   b.siteActivity(1, 12 * kBucket, fit, 4, 4 * MiB);
   b.siteActivity(1, 3 * kBucket, scratch, 1, 100);
   b.siteActivity(1, 15 * kBucket, scratch, 3, 300);
-  b.alloc(1, scratch, 0x100, 100, 4 * kBucket);  // the leak: a row, and counted in site_timeline
+  b.alloc(1, scratch, 0x100, 100, 4 * kBucket);  // the leak: a row, and counted in site_buckets
   // A damaged bucket (an entry cut short after its stack id) counts nothing and breaks nothing.
-  b.exec("INSERT INTO site_timeline VALUES (1, " + std::to_string(16 * kBucket) + ", X'0381')");
+  b.siteBucketRaw(1, 16 * kBucket, "0381");
   auto rec = Recording::open(b.finish());
   EXPECT_EQ(rec.info().allocation_rows, "leaks");
   auto ph = phases(rec);

@@ -114,8 +114,8 @@ TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
   std::filesystem::remove(path);
 }
 
-// site_timeline entries are stored sorted by site with stack id gaps, the first absolute; two
-// writes of one bucket concatenate and still decode.
+// Per-site activity entries are stored sorted by site with stack id gaps, the first absolute, in
+// site_buckets rows (t_ns delta, length, entries); a second write of one bucket adds up.
 TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
   std::string path = (std::filesystem::temp_directory_path() / ("memledger-st-" + std::to_string(getpid()) + ".db")).string();
   std::filesystem::remove(path);
@@ -131,16 +131,20 @@ TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "SELECT hex(sites), sites FROM site_timeline", -1, &st, nullptr);
+  sqlite3_prepare_v2(db, "SELECT hex(buckets), buckets FROM site_buckets", -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  // 5 abs malloc | gap 295 malloc | gap 0 new | then the second write: 7 abs mmap.
+  // One site_buckets row: t 1000 (zigzag 2000), 13 bytes: 5 abs malloc | gap 295 malloc | gap 0
+  // new; then the second write of the bucket: t delta 0, 4 bytes: 7 abs mmap.
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))),
-            "05010108" "A70200031E" "00020214" "07050104");
+            "D00F0D" "05010108" "A70200031E" "00020214" "0004" "07050104");
   std::string decoded;
-  memledger::analyzer::detail::forEachSiteActivity(
-      sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), 3, [&](const auto& e) {
-        decoded += std::to_string(e.stack_id) + "/" + memledger::analyzer::detail::siteKindName(e.kind) + "/" +
-                   std::to_string(e.allocs) + "/" + std::to_string(e.alloc_bytes) + " ";
+  memledger::analyzer::detail::forEachSiteBucket(
+      sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), [&](int64_t t, const void* entries, int bytes) {
+        EXPECT_EQ(t, 1000);
+        memledger::analyzer::detail::forEachSiteActivity(entries, bytes, 3, [&](const auto& e) {
+          decoded += std::to_string(e.stack_id) + "/" + memledger::analyzer::detail::siteKindName(e.kind) + "/" +
+                     std::to_string(e.allocs) + "/" + std::to_string(e.alloc_bytes) + " ";
+        });
       });
   EXPECT_EQ(decoded, "5/malloc/1/8 300/malloc/3/30 300/new/2/20 7/mmap/1/4 ");
   sqlite3_finalize(st);

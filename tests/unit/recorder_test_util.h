@@ -252,7 +252,7 @@ class RecordingFixture : public ::testing::Test {
     return v;
   }
 
-  // The site_timeline entries (decoded with the analyzer's reader), in file order.
+  // The site_buckets entries (decoded with the analyzer's reader), in file order.
   struct Activity {
     int64_t t_ns, stack_id;
     std::string kind;
@@ -262,13 +262,14 @@ class RecordingFixture : public ::testing::Test {
     query("SELECT 1");  // opens reader_
     std::vector<Activity> out;
     sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(reader_, "SELECT t_ns, sites FROM site_timeline ORDER BY image_id, t_ns", -1,
-                                 &st, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_prepare_v2(reader_, "SELECT buckets FROM site_buckets ORDER BY image_id, id", -1, &st,
+                                 nullptr), SQLITE_OK);
     while (sqlite3_step(st) == SQLITE_ROW) {
-      int64_t t = sqlite3_column_int64(st, 0);
-      analyzer::detail::forEachSiteActivity(
-          sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), kSchemaVersion, [&](const analyzer::detail::SiteActivity& e) {
-            out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes});
+      analyzer::detail::forEachSiteBucket(
+          sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0), [&](int64_t t, const void* entries, int bytes) {
+            analyzer::detail::forEachSiteActivity(entries, bytes, kSchemaVersion, [&](const analyzer::detail::SiteActivity& e) {
+              out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes});
+            });
           });
     }
     sqlite3_finalize(st);
