@@ -61,11 +61,14 @@ struct Trace {
   uint64_t hotRule[1u << kHotBits];
 };
 
+// 16 bytes: returned in two registers, not through memory written field by field and read back
+// whole (a stalled store forward on every capture).
 struct Captured {
-  int n = 0;              // program frames (this library's dropped), at most wire::kMaxFrames
   uint64_t hash = 0;      // wire::hashFrames of them; 0 when n == 0
+  int n = 0;              // program frames (this library's dropped), at most wire::kMaxFrames
   bool framesOut = false; // `out` already holds them; otherwise framesOf() gives them
 };
+static_assert(sizeof(Captured) == 16);
 
 void init();  // reads the settings (bootstrap, before any capture)
 
