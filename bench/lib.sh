@@ -6,6 +6,7 @@
 #   memledger_setup PATH       ML=PATH when `record` works, else ML_NA=<reason>
 #   workload_cmd NAME          WL_CMD / WL_ENV arrays for a workload, or WL_SKIP=<reason>
 #   kv KEY LINE                the value of KEY=... in a measure line
+#   recording_facts ML DB      events=, wait_ns=, lost=, duration_ns= of a recording
 #   machine_line               nproc, CPU model, kernel, memory in one line
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -111,6 +112,20 @@ workload_cmd() {
       WL_CMD=(/usr/bin/python3 "$BENCH/workloads/torch_mlp.py") ;;
     *) WL_SKIP="unknown workload '$1' (known: ${ALL_WORKLOADS[*]})"; return 1 ;;
   esac
+}
+
+# A recording's facts as KEY=VALUE words (read them with kv): events (allocations + frees, the
+# sum over `sites`), wait_ns, lost (records), duration_ns. Through `memledger report --json`, not
+# sqlite3: recordings are zstd-compressed once complete. Empty when the file cannot be read.
+recording_facts() {  # recording_facts MEMLEDGER DB
+  "$1" report "$2" --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+try:
+    j = json.load(sys.stdin)
+except ValueError:
+    sys.exit(0)
+t, r = j["totals"], j["recording"]
+print("events=%d wait_ns=%d lost=%d duration_ns=%d" % (t["allocations"] + t["frees"], r["wait_ns"], r["lost_records"], r["duration_ns"]))'
 }
 
 machine_line() {

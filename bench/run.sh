@@ -140,8 +140,9 @@ for w in "${WORKLOADS[@]}"; do
       if run_measured "$m" "$log" "$ML" record -o "$db" -- "${WL_CMD[@]}" && [[ -s "$db" ]]; then
         rm -f "$m.rep"
         MEASURE_TIMEOUT=$REPORT_TIMEOUT measured "$m.rep" "$ML" report "$db" > /dev/null 2>> "$log"
-        events="$(sqlite3 "$db" 'select coalesce(sum(alloc_count) + sum(free_count), 0) from sites' 2>/dev/null)"
-        wait_ns="$(sqlite3 "$db" "select value from meta where key = 'wait_ns'" 2>/dev/null)"
+        facts="$(recording_facts "$ML" "$db")"
+        events="$(kv events "$facts")"
+        wait_ns="$(kv wait_ns "$facts")"
         row "$w" memledger "$r" "$(last_line "$m")" "$(kv hwm_kb "$(last_line "$m")")" \
           "$(stat -c %s "$db")" "$(last_line "$m.rep")" "$events" "$wait_ns"
         echo "$w run $r: memledger $(kv wall_s "$(last_line "$m")") s, report $(kv wall_s "$(last_line "$m.rep")") s"

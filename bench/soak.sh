@@ -47,11 +47,11 @@ if ((rc != 0)) || [[ ! -s "$db" ]]; then
 fi
 pairs="$(pairs_of "$OUT/soak.log")"
 wall="$(kv wall_s "$m")"
-q() { sqlite3 "$db" "$1" 2>/dev/null; }
-events="$(q 'select coalesce(sum(alloc_count) + sum(free_count), 0) from sites')"
-wait_ns="$(q "select value from meta where key = 'wait_ns'")"
-lost="$(q "select value from meta where key = 'lost_records'")"
-duration_ns="$(q "select value from meta where key = 'duration_ns'")"
+facts="$(recording_facts "$ML" "$db")"
+events="$(kv events "$facts")"
+wait_ns="$(kv wait_ns "$facts")"
+lost="$(kv lost "$facts")"
+duration_ns="$(kv duration_ns "$facts")"
 
 awk -v e="$events" -v w="$wall" -v p="$pairs" -v bp="$base_pairs" -v bs="$short" \
     -v hwm="$(kv hwm_kb "$m")" -v wn="${wait_ns:-0}" -v lost="${lost:-?}" -v d="${duration_ns:-0}" \

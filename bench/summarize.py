@@ -170,7 +170,8 @@ def main(tsv, info_path, md_path):
         "(`memledger record -o FILE -- PROGRAM`) includes draining, writing and symbolizing.",
         "- slowdown = profiled time / baseline time; overhead ratio = (memledger slowdown − 1) / "
         "(heaptrack slowdown − 1): below 1 memledger adds less time than heaptrack.",
-        "- trace size: heaptrack's compressed trace (.zst/.gz) vs memledger's SQLite recording.",
+        "- trace size: heaptrack's compressed trace (.zst/.gz) vs memledger's recording as `record` "
+        "leaves it (SQLite, zstd-compressed once complete).",
         "- report s: `heaptrack_print FILE` vs `memledger report FILE`, output discarded; each "
         f"reporter is stopped after {info.get('report_timeout', '?')} s and a run after "
         f"{info.get('run_timeout', '?')} s (BENCH_REPORT_TIMEOUT, BENCH_RUN_TIMEOUT).",
