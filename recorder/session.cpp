@@ -418,14 +418,28 @@ int runSession(const SessionOptions& optIn) {
   cleanupDir();
   sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
-  rec.finish(nowNs(), session.lost());
-  if (!session.anyRegistered() && opt.warnIfNothingRegisters)
-    std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
+  // Every ip and module is in the file once the rings are drained: symbolization's lookups run on
+  // a second thread while the images are closed (their sites and leaks written), and its rows are
+  // written after (torch_mlp: 0.35 s of lookups beside 0.8 s of sites).
+  std::unique_ptr<SymbolSource> source;
+  SymbolizeJob symbols;
+  std::thread symbolizer;
   if (opt.symbolize && db->ok()) {
-    std::unique_ptr<SymbolSource> source = makeNativeSymbolSource();
-    if (!symbolizeRecording(db->handle(), *source, nullptr, &err))
+    if (symbols.read(db->handle(), &err)) {
+      source = makeNativeSymbolSource();
+      symbolizer = std::thread([&symbols, &source] { symbols.compute(*source); });
+    } else {
+      std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
+    }
+  }
+  rec.finish(nowNs(), session.lost());
+  if (symbolizer.joinable()) {
+    symbolizer.join();
+    if (db->ok() && !symbols.write(db->handle(), nullptr, &err))
       std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
   }
+  if (!session.anyRegistered() && opt.warnIfNothingRegisters)
+    std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
   db->applyFinishSchema();
   db->setMeta("complete", "1");
   db->close();

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <memory>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -79,16 +80,33 @@ std::string columnText(sqlite3_stmt* st, int i) {
 
 }  // namespace
 
-bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats, std::string* error) {
-  SymbolizeStats local;
-  SymbolizeStats& st = stats ? *stats : local;
+// What symbolization needs from the file, read in one go so the lookups can run on another
+// thread while the recorder's connection writes the sites (Symbolization below).
+struct SymbolizeJob::Data {
+  std::map<int64_t, ImageRow> images;
+  std::vector<ModuleRow> modules;
+  struct Ip {
+    int64_t id, image;
+    uint64_t address;
+  };
+  std::vector<Ip> ips;
+  // Results: per ip its module (null: none) and frames; per module path its build id.
+  std::vector<const ModuleRow*> moduleOf;
+  std::vector<const std::vector<SymbolFrame>*> framesOf;
+  std::map<std::pair<int, uint64_t>, std::vector<SymbolFrame>> cache;
+  std::map<std::string, std::string> buildIds;
+  SymbolizeStats stats;
+};
+
+SymbolizeJob::SymbolizeJob() : d_(std::make_unique<Data>()) {}
+SymbolizeJob::~SymbolizeJob() = default;
+
+bool SymbolizeJob::read(sqlite3* db, std::string* error) {
   auto fail = [&](const char* what) {
     *error = std::string(what) + ": " + sqlite3_errmsg(db);
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
     return false;
   };
-
-  std::map<int64_t, ImageRow> images;
+  Data& d = *d_;
   {
     Stmt q(db, "SELECT id, parent_id, forked, start_ns, exe FROM processes");
     if (!q) return fail("read processes");
@@ -98,10 +116,9 @@ bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats
       r.forked = sqlite3_column_int(q.get(), 2) != 0;
       r.start_ns = static_cast<uint64_t>(sqlite3_column_int64(q.get(), 3));
       r.exe = columnText(q.get(), 4);
-      images[sqlite3_column_int64(q.get(), 0)] = r;
+      d.images[sqlite3_column_int64(q.get(), 0)] = r;
     }
   }
-  std::vector<ModuleRow> modules;
   {
     Stmt q(db, "SELECT id, image_id, path, bias, start, end, load_ns, unload_ns FROM modules");
     if (!q) return fail("read modules");
@@ -117,12 +134,25 @@ bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats
       if (sqlite3_column_type(q.get(), 7) != SQLITE_NULL)
         m.unload_ns = static_cast<uint64_t>(sqlite3_column_int64(q.get(), 7));
       // The main program may be reported without a name: it is the image's executable.
-      if (m.path.empty() && images.count(m.image)) m.path = images[m.image].exe;
-      modules.push_back(std::move(m));
+      if (m.path.empty() && d.images.count(m.image)) m.path = d.images[m.image].exe;
+      d.modules.push_back(std::move(m));
     }
   }
+  {
+    Stmt q(db, "SELECT id, image_id, address FROM ips ORDER BY image_id, address");
+    if (!q) return fail("read ips");
+    while (sqlite3_step(q.get()) == SQLITE_ROW)
+      d.ips.push_back({sqlite3_column_int64(q.get(), 0), sqlite3_column_int64(q.get(), 1),
+                       static_cast<uint64_t>(sqlite3_column_int64(q.get(), 2))});
+  }
+  return true;
+}
+
+void SymbolizeJob::compute(SymbolSource& source) {
+  Data& d = *d_;
+  SymbolizeStats& st = d.stats;
   std::map<int64_t, std::vector<const ModuleRow*>> byImage;
-  for (const ModuleRow& m : modules) byImage[m.image].push_back(&m);
+  for (const ModuleRow& m : d.modules) byImage[m.image].push_back(&m);
 
   std::map<int64_t, ModuleIndex> indexes;
   auto indexFor = [&](int64_t image) -> const ModuleIndex& {
@@ -132,10 +162,10 @@ bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats
     for (const ModuleRow* m : byImage[image]) idx.entries.push_back({m, true});
     // A fork child runs in its parent's address space as it was at the fork.
     int64_t cur = image;
-    uint64_t at = images.count(image) ? images[image].start_ns : 0;
+    uint64_t at = d.images.count(image) ? d.images[image].start_ns : 0;
     for (int depth = 0; depth < 64; ++depth) {
-      auto im = images.find(cur);
-      if (im == images.end() || !im->second.forked || !im->second.parent) break;
+      auto im = d.images.find(cur);
+      if (im == d.images.end() || !im->second.forked || !im->second.parent) break;
       cur = *im->second.parent;
       for (const ModuleRow* m : byImage[cur])
         if (m->load_ns <= at && (!m->unload_ns || *m->unload_ns > at)) idx.entries.push_back({m, false});
@@ -144,69 +174,88 @@ bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats
     return indexes.emplace(image, std::move(idx)).first->second;
   };
 
+  std::map<std::string, int> pathIds;
+  d.moduleOf.assign(d.ips.size(), nullptr);
+  d.framesOf.assign(d.ips.size(), nullptr);
+  for (size_t i = 0; i < d.ips.size(); ++i) {
+    ++st.ips;
+    const Data::Ip& ip = d.ips[i];
+    const ModuleRow* m = indexFor(ip.image).find(ip.address);
+    if (!m) continue;  // no frames: readers show the raw address
+    ++st.withModule;
+    d.moduleOf[i] = m;
+    int pid = pathIds.emplace(m->path, static_cast<int>(pathIds.size())).first->second;
+    // A return address points after the call: ip - 1 lies in the calling line.
+    uint64_t rel = ip.address - m->bias - (ip.address > m->bias ? 1 : 0);
+    auto [it, isNew] = d.cache.try_emplace({pid, rel});
+    if (isNew) {
+      ++st.lookups;
+      it->second = source.symbolize(m->path, rel);
+      if (it->second.empty()) it->second.emplace_back();
+    }
+    if (!it->second.front().function.empty() || it->second.size() > 1) ++st.resolved;
+    d.framesOf[i] = &it->second;
+  }
+  for (const ModuleRow& m : d.modules) {
+    if (m.path.empty()) continue;
+    auto [it, isNew] = d.buildIds.try_emplace(m.path);
+    if (isNew) it->second = source.buildId(m.path);
+  }
+}
+
+bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error) {
+  Data& d = *d_;
+  if (stats) *stats = d.stats;
+  auto fail = [&](const char* what) {
+    *error = std::string(what) + ": " + sqlite3_errmsg(db);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return false;
+  };
   if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return fail("begin");
   Stmt setModule(db, "UPDATE ips SET module_id = ? WHERE id = ?");
   Stmt addFrame(db, "INSERT OR REPLACE INTO frames(ip_id, depth, function, file, line) VALUES (?,?,?,?,?)");
   Stmt setBuildId(db, "UPDATE modules SET build_id = ? WHERE id = ?");
   if (!setModule || !addFrame || !setBuildId) return fail("prepare");
-
-  std::map<std::string, int> pathIds;
-  std::map<std::pair<int, uint64_t>, std::vector<SymbolFrame>> cache;
-  {
-    Stmt q(db, "SELECT id, image_id, address FROM ips ORDER BY image_id, address");
-    if (!q) return fail("read ips");
-    while (sqlite3_step(q.get()) == SQLITE_ROW) {
-      ++st.ips;
-      int64_t ipId = sqlite3_column_int64(q.get(), 0);
-      int64_t image = sqlite3_column_int64(q.get(), 1);
-      uint64_t address = static_cast<uint64_t>(sqlite3_column_int64(q.get(), 2));
-      const ModuleRow* m = indexFor(image).find(address);
-      if (!m) continue;  // no frames: readers show the raw address
-      ++st.withModule;
-      sqlite3_bind_int64(setModule.get(), 1, m->id);
-      sqlite3_bind_int64(setModule.get(), 2, ipId);
-      if (sqlite3_step(setModule.get()) != SQLITE_DONE) return fail("write ips");
-      sqlite3_reset(setModule.get());
-
-      int pid = pathIds.emplace(m->path, static_cast<int>(pathIds.size())).first->second;
-      // A return address points after the call: ip - 1 lies in the calling line.
-      uint64_t rel = address - m->bias - (address > m->bias ? 1 : 0);
-      auto [it, isNew] = cache.try_emplace({pid, rel});
-      if (isNew) {
-        ++st.lookups;
-        it->second = source.symbolize(m->path, rel);
-        if (it->second.empty()) it->second.emplace_back();
-      }
-      if (!it->second.front().function.empty() || it->second.size() > 1) ++st.resolved;
-      int depth = 0;
-      for (const SymbolFrame& f : it->second) {
-        sqlite3_stmt* s = addFrame.get();
-        sqlite3_bind_int64(s, 1, ipId);
-        sqlite3_bind_int(s, 2, depth++);
-        if (f.function.empty()) sqlite3_bind_null(s, 3);
-        else sqlite3_bind_text(s, 3, f.function.c_str(), -1, SQLITE_TRANSIENT);
-        if (f.file.empty()) sqlite3_bind_null(s, 4);
-        else sqlite3_bind_text(s, 4, f.file.c_str(), -1, SQLITE_TRANSIENT);
-        if (f.line > 0) sqlite3_bind_int(s, 5, f.line);
-        else sqlite3_bind_null(s, 5);
-        if (sqlite3_step(s) != SQLITE_DONE) return fail("write frames");
-        sqlite3_reset(s);
-      }
+  for (size_t i = 0; i < d.ips.size(); ++i) {
+    const ModuleRow* m = d.moduleOf[i];
+    if (!m) continue;
+    int64_t ipId = d.ips[i].id;
+    sqlite3_bind_int64(setModule.get(), 1, m->id);
+    sqlite3_bind_int64(setModule.get(), 2, ipId);
+    if (sqlite3_step(setModule.get()) != SQLITE_DONE) return fail("write ips");
+    sqlite3_reset(setModule.get());
+    int depth = 0;
+    for (const SymbolFrame& f : *d.framesOf[i]) {
+      sqlite3_stmt* s = addFrame.get();
+      sqlite3_bind_int64(s, 1, ipId);
+      sqlite3_bind_int(s, 2, depth++);
+      if (f.function.empty()) sqlite3_bind_null(s, 3);
+      else sqlite3_bind_text(s, 3, f.function.c_str(), -1, SQLITE_STATIC);
+      if (f.file.empty()) sqlite3_bind_null(s, 4);
+      else sqlite3_bind_text(s, 4, f.file.c_str(), -1, SQLITE_STATIC);
+      if (f.line > 0) sqlite3_bind_int(s, 5, f.line);
+      else sqlite3_bind_null(s, 5);
+      if (sqlite3_step(s) != SQLITE_DONE) return fail("write frames");
+      sqlite3_reset(s);
     }
   }
-  std::map<std::string, std::string> buildIds;
-  for (const ModuleRow& m : modules) {
-    if (m.path.empty()) continue;
-    auto [it, isNew] = buildIds.try_emplace(m.path);
-    if (isNew) it->second = source.buildId(m.path);
-    if (it->second.empty()) continue;
-    sqlite3_bind_text(setBuildId.get(), 1, it->second.c_str(), -1, SQLITE_TRANSIENT);
+  for (const ModuleRow& m : d.modules) {
+    auto it = d.buildIds.find(m.path);
+    if (it == d.buildIds.end() || it->second.empty()) continue;
+    sqlite3_bind_text(setBuildId.get(), 1, it->second.c_str(), -1, SQLITE_STATIC);
     sqlite3_bind_int64(setBuildId.get(), 2, m.id);
     if (sqlite3_step(setBuildId.get()) != SQLITE_DONE) return fail("write modules");
     sqlite3_reset(setBuildId.get());
   }
   if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return fail("commit");
   return true;
+}
+
+bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats, std::string* error) {
+  SymbolizeJob job;
+  if (!job.read(db, error)) return false;
+  job.compute(source);
+  return job.write(db, stats, error);
 }
 
 }  // namespace memledger::recorder

@@ -33,6 +33,22 @@ struct SymbolizeStats {
 // Fills frames/ips.module_id/modules.build_id in one transaction. False + *error on SQL failure.
 bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats, std::string* error);
 
+// The same in three steps, so the lookups (compute: libdw, no SQLite) can run on another thread
+// while the connection does other work: read() the processes, modules and ips, compute() on any
+// one thread, then write() on the connection's thread. Only what read() saw is symbolized.
+class SymbolizeJob {
+ public:
+  SymbolizeJob();
+  ~SymbolizeJob();
+  bool read(sqlite3* db, std::string* error);
+  void compute(SymbolSource& source);
+  bool write(sqlite3* db, SymbolizeStats* stats, std::string* error);
+
+ private:
+  struct Data;
+  std::unique_ptr<Data> d_;
+};
+
 // A SymbolSource over the real Symbolizer (libdw). In its own file: linking it needs symbolizer.cpp.
 std::unique_ptr<SymbolSource> makeNativeSymbolSource();
 
