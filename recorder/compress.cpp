@@ -132,21 +132,22 @@ bool compressRecording(const std::string& path, CompressStats* stats, std::strin
     *error = std::strerror(errno);
     return false;
   }
+  // The temporaries disappear with the process whenever it is killed (Ctrl-C while compressing
+  // leaves only the plain recording): the VACUUM copy is unlinked as soon as it is open, the
+  // compressed file is unnamed (O_TMPFILE) until it is complete.
   std::string vacuumed = static_cast<uint64_t>(st.st_size) <= kVacuumUpTo ? vacuumedCopy(path) : "";
-  struct Unlink {
-    const std::string& p;
-    ~Unlink() {
-      if (!p.empty()) ::unlink(p.c_str());
-    }
-  } dropVacuumed{vacuumed};
   Fd copy(vacuumed.empty() ? -1 : ::open(vacuumed.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!vacuumed.empty()) ::unlink(vacuumed.c_str());
   struct stat copySt {};
   bool useCopy = copy.fd >= 0 && ::fstat(copy.fd, &copySt) == 0;
   int source = useCopy ? copy.fd : in.fd;
   uint64_t sourceBytes = static_cast<uint64_t>(useCopy ? copySt.st_size : st.st_size);
   CompressionLevel level = compressionLevelFor(sourceBytes);
+  // In the same folder: the rename over the recording is atomic.
+  Fd out(::open(dirOf(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
   std::string tmpl = path + ".zst-XXXXXX";
-  Fd out(::mkostemp(tmpl.data(), O_CLOEXEC));  // 0600, in the same folder: rename is atomic
+  bool named = out.fd < 0;  // a file system without O_TMPFILE: a named temporary, 0600
+  if (named) out.fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
   if (out.fd < 0) {
     *error = std::string("cannot create a temporary file beside it: ") + std::strerror(errno);
     return false;
@@ -157,9 +158,22 @@ bool compressRecording(const std::string& path, CompressStats* stats, std::strin
   if (why.empty() && ::fsync(out.fd) != 0) why = std::string("fsync: ") + std::strerror(errno);
   struct stat outSt {};
   if (why.empty() && ::fstat(out.fd, &outSt) != 0) why = std::string("stat: ") + std::strerror(errno);
+  if (why.empty() && !named) {
+    // Give it a name now that it is complete (linkat cannot replace: a fresh name, then rename).
+    std::string fdPath = "/proc/self/fd/" + std::to_string(out.fd);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      tmpl = path + ".zst-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      if (::linkat(AT_FDCWD, fdPath.c_str(), AT_FDCWD, tmpl.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        named = true;
+        break;
+      }
+      if (errno != EEXIST) break;
+    }
+    if (!named) why = std::string("link: ") + std::strerror(errno);
+  }
   if (why.empty() && ::rename(tmpl.c_str(), path.c_str()) != 0) why = std::string("rename: ") + std::strerror(errno);
   if (!why.empty()) {
-    ::unlink(tmpl.c_str());
+    if (named) ::unlink(tmpl.c_str());
     *error = why;
     return false;
   }
