@@ -2,9 +2,10 @@
 // as plain value structs. No Qt, no printing: cli/ and gui/ only present what is computed here.
 //
 // A Recording is opened read-only; the common questions (leaks, peak, totals, processes,
-// suggestions) read only the aggregate tables (sites, timeline, processes); phase top sites read
-// `site_timeline` (version 1 files: the allocation rows). Raw `allocations` rows (by default
-// only the leaks) are read only for a time filter on leaks or a heap layout.
+// suggestions) read only the aggregate tables (sites, the memory curve, processes); phase top
+// sites read the per-site activity (`site_buckets`, version 2 `site_timeline`; version 1 files:
+// the allocation rows). Raw `allocations` rows (by default only the leaks) are read only for a
+// time filter on leaks or a heap layout. Plain and zstd-compressed files open alike.
 //
 // Conventions: times are nanoseconds since the recording started; sizes are bytes; stacks list
 // the innermost frame first; `pid` is the OS pid of the process image a site belongs to.
@@ -98,7 +99,8 @@ class Recording {
   const RecordingInfo& info() const;
   sqlite3* db() const;  // for analyzer internals and tests; read-only handle
 
-  // Frames of a stack id (decoded stacks.ips → ips → frames/modules), cached per recording.
+  // Frames of a stack id (its stack tree nodes' ip ids → ips → frames/modules), cached per
+  // recording.
   // An unknown stack id gives an empty stack.
   const Stack& stack(int64_t stack_id) const;
   // The same frames without a copy: pointers into the per-ip cache, which lives as long as the

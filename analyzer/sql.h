@@ -14,8 +14,8 @@
 
 namespace memledger::analyzer::detail {
 
-// stacks.ips (schemas/memledger.sql): little-endian uint32 ip ids, innermost first. A trailing
-// partial id is damage and is ignored.
+// stacks.ips of schema 1-2 (schemas/memledger.sql): little-endian uint32 ip ids, innermost first.
+// A trailing partial id is damage and is ignored.
 inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
   std::vector<uint32_t> ids;
   const auto* p = static_cast<const unsigned char*>(blob);
