@@ -16,6 +16,7 @@
 #include <ctime>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -137,6 +138,9 @@ class Session {
 
   int run(pid_t child);
   bool anyRegistered() const { return registered_ > 0; }
+  // Called once, when the last running image has been drained and is about to be closed (its
+  // sites written): the recording's ips are all in the file by then, unless more processes come.
+  void beforeLastClose(std::function<void()> f) { beforeLastClose_ = std::move(f); }
   uint64_t lost() const { return lost_; }
 
  private:
@@ -167,6 +171,7 @@ class Session {
   std::vector<Tracked> tracked_;
   std::vector<pollfd> pfds_;
   HeartbeatThread heartbeat_;
+  std::function<void()> beforeLastClose_;
 };
 
 void Session::acceptAll() {
@@ -281,6 +286,10 @@ void Session::close(size_t i, uint64_t now, bool byExec) {
   if (!byExec && readZombieStatus(t.pid, &status)) rec_.noteWaitStatus(t.pid, status);
   t.ring->drainFinal(*t.img);
   lost_ += t.ring->lost();
+  if (tracked_.size() == 1 && !byExec && beforeLastClose_) {
+    beforeLastClose_();
+    beforeLastClose_ = nullptr;
+  }
   rec_.closeImage(t.id, now, t.ring->waitNs(), byExec);
   if (t.pidfd >= 0) ::close(t.pidfd);
   heartbeat_.remove(t.ring.get());
@@ -412,31 +421,48 @@ int runSession(const SessionOptions& optIn) {
     return e == ENOENT ? 127 : 126;
   }
 
+  // Symbolization's lookups run on a second thread while the last image is closed (its sites and
+  // leaks written: 0.8 s on torch_mlp, beside 0.35 s of lookups); the ips of any process that
+  // registered after that are symbolized at the end.
+  std::unique_ptr<SymbolSource> source;
+  SymbolizeJob symbols;
+  std::thread symbolizer;
+  struct JoinOnExit {
+    std::thread& t;
+    ~JoinOnExit() {
+      if (t.joinable()) t.join();
+    }
+  } joinSymbolizer{symbolizer};
+  bool symbolsStarted = false;
+  auto startSymbols = [&] {
+    symbolsStarted = true;
+    if (!opt.symbolize || !db->ok()) return;
+    if (!symbols.read(db->handle(), &err)) {
+      std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
+      return;
+    }
+    source = makeNativeSymbolSource();
+    symbolizer = std::thread([&symbols, &source] { symbols.compute(*source); });
+  };
   Session session(opt, *db, rec, *ctl, sigfd);
+  session.beforeLastClose(startSymbols);
   int code = session.run(child);
   ::close(sigfd);
   cleanupDir();
   sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
-  // Every ip and module is in the file once the rings are drained: symbolization's lookups run on
-  // a second thread while the images are closed (their sites and leaks written), and its rows are
-  // written after (torch_mlp: 0.35 s of lookups beside 0.8 s of sites).
-  std::unique_ptr<SymbolSource> source;
-  SymbolizeJob symbols;
-  std::thread symbolizer;
-  if (opt.symbolize && db->ok()) {
-    if (symbols.read(db->handle(), &err)) {
-      source = makeNativeSymbolSource();
-      symbolizer = std::thread([&symbols, &source] { symbols.compute(*source); });
-    } else {
-      std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
-    }
-  }
+  if (!symbolsStarted) startSymbols();
   rec.finish(nowNs(), session.lost());
   if (symbolizer.joinable()) {
     symbolizer.join();
     if (db->ok() && !symbols.write(db->handle(), nullptr, &err))
       std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
+    SymbolizeJob late;  // ips of processes that registered after the job read the file
+    if (db->ok() && late.read(db->handle(), &err, symbols.lastIp()) && late.lastIp() > symbols.lastIp()) {
+      late.compute(*source);
+      if (!late.write(db->handle(), nullptr, &err))
+        std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
+    }
   }
   if (!session.anyRegistered() && opt.warnIfNothingRegisters)
     std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");

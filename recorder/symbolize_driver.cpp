@@ -96,12 +96,13 @@ struct SymbolizeJob::Data {
   std::map<std::pair<int, uint64_t>, std::vector<SymbolFrame>> cache;
   std::map<std::string, std::string> buildIds;
   SymbolizeStats stats;
+  int64_t lastIp = 0;
 };
 
 SymbolizeJob::SymbolizeJob() : d_(std::make_unique<Data>()) {}
 SymbolizeJob::~SymbolizeJob() = default;
 
-bool SymbolizeJob::read(sqlite3* db, std::string* error) {
+bool SymbolizeJob::read(sqlite3* db, std::string* error, int64_t afterIp) {
   auto fail = [&](const char* what) {
     *error = std::string(what) + ": " + sqlite3_errmsg(db);
     return false;
@@ -139,11 +140,15 @@ bool SymbolizeJob::read(sqlite3* db, std::string* error) {
     }
   }
   {
-    Stmt q(db, "SELECT id, image_id, address FROM ips ORDER BY image_id, address");
+    d.lastIp = afterIp;
+    Stmt q(db, "SELECT id, image_id, address FROM ips WHERE id > ? ORDER BY image_id, address");
     if (!q) return fail("read ips");
-    while (sqlite3_step(q.get()) == SQLITE_ROW)
+    sqlite3_bind_int64(q.get(), 1, afterIp);
+    while (sqlite3_step(q.get()) == SQLITE_ROW) {
       d.ips.push_back({sqlite3_column_int64(q.get(), 0), sqlite3_column_int64(q.get(), 1),
                        static_cast<uint64_t>(sqlite3_column_int64(q.get(), 2))});
+      d.lastIp = std::max(d.lastIp, d.ips.back().id);
+    }
   }
   return true;
 }
@@ -202,6 +207,8 @@ void SymbolizeJob::compute(SymbolSource& source) {
     if (isNew) it->second = source.buildId(m.path);
   }
 }
+
+int64_t SymbolizeJob::lastIp() const { return d_->lastIp; }
 
 bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error) {
   Data& d = *d_;

@@ -34,13 +34,15 @@ struct SymbolizeStats {
 bool symbolizeRecording(sqlite3* db, SymbolSource& source, SymbolizeStats* stats, std::string* error);
 
 // The same in three steps, so the lookups (compute: libdw, no SQLite) can run on another thread
-// while the connection does other work: read() the processes, modules and ips, compute() on any
-// one thread, then write() on the connection's thread. Only what read() saw is symbolized.
+// while the connection does other work: read() the processes, modules and ips (those with an id
+// above afterIp), compute() on any one thread, then write() on the connection's thread. Only
+// what read() saw is symbolized: a later job with afterIp = lastIp() takes the ips added since.
 class SymbolizeJob {
  public:
   SymbolizeJob();
   ~SymbolizeJob();
-  bool read(sqlite3* db, std::string* error);
+  bool read(sqlite3* db, std::string* error, int64_t afterIp = 0);
+  int64_t lastIp() const;  // the highest ips.id read (afterIp when none)
   void compute(SymbolSource& source);
   bool write(sqlite3* db, SymbolizeStats* stats, std::string* error);
 
