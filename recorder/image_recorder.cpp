@@ -273,7 +273,7 @@ void ImageRecorder::onAlloc(const Decoded& r) {
   th.lastAlloc = r.a;
 
   uint32_t site = siteFor(r.c, r.kind);
-  FlatMap<LiveBlock>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  FlatMap<LiveBlock, true>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
   auto [blk, isNew] = live.insert(r.a ? r.a : ~uint64_t{0});
   if (!isNew) {
     // The address is live already: its free was missed (e.g. freed by a path we do not hook).
@@ -298,7 +298,7 @@ void ImageRecorder::onFree(const Decoded& r) {
   uint64_t t = rel(r.ts);
   bucketAt(t);
   uint8_t op = static_cast<uint8_t>(r.aux);
-  FlatMap<LiveBlock>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  FlatMap<LiveBlock, true>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
   LiveBlock b;
   uint32_t row = 0;
   uint16_t chain = 0;

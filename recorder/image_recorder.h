@@ -230,8 +230,8 @@ class ImageRecorder final : public RecordSink {
   std::vector<uint64_t> scratchHashes_;
   PagedArray<Site> sites_;
 
-  FlatMap<LiveBlock> heap_;    // malloc/new family
-  FlatMap<LiveBlock> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
+  FlatMap<LiveBlock, true> heap_;    // malloc/new family
+  FlatMap<LiveBlock, true> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
   // allocations.id of the block a live heap block was realloc'ed from, by address: only blocks
   // whose old block got a row (--fold-ms, --no-fold) have one, so it stays out of LiveBlock.
   FlatMap<uint32_t> reallocOf_;
