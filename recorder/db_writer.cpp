@@ -164,7 +164,10 @@ void DbWriter::step(sqlite3_stmt* st) {
 }
 
 void DbWriter::maybeCommit(uint64_t now_ns) {
-  if (inTx_ && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
+  // Packed rows still being filled count too: a program that only ticks (a timeline bucket per
+  // interval, nothing else written) must still have its curve committed every interval.
+  bool pending = inTx_ || nodesCount_ || bucketsCount_ || siteCount_;
+  if (pending && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
     commit();
     lastCommitNs_ = now_ns;
   }

@@ -1,4 +1,4 @@
-// ImageRecorder's stacks: ip ids and the stack tree written to `stacks` (see the schema), kept
+// ImageRecorder's stacks: ip ids and the stack tree written to `stack_nodes` (see the schema), kept
 // apart from the event handling in image_recorder.cpp.
 #include "image_recorder.h"
 #include "recording.h"
