@@ -53,7 +53,13 @@ bool reserve(wire::RingHeader* h, uint32_t n, uint64_t* start) {
   // The slots a few records on are most likely this thread's next ones: ask for their cache line
   // now (for writing), so that store does not wait for the line the reader last held.
   __builtin_prefetch(&slot(h, s + n + 4), 1, 3);
-  if (ML_LIKELY(roomFor(h, s + n))) return true;
+  if (ML_LIKELY(t_state.roomRing == h && s + n <= t_state.roomUntil)) return true;
+  uint64_t tail = h->tail.load(std::memory_order_acquire);
+  if (ML_LIKELY(s + n - tail <= h->capacity)) {
+    t_state.roomRing = h;
+    t_state.roomUntil = tail + h->capacity;
+    return true;
+  }
   if (waitForRoom(h, s + n)) return true;
   h->lost.fetch_add(1, std::memory_order_relaxed);  // the record this reservation was for
   return false;

@@ -284,6 +284,7 @@ void childAfterFork() {
   g_forkParent = g_pid;
   g_pid = pid;
   t_state.tid = 0;
+  t_state.roomRing = nullptr;  // a new ring may be mapped where the parent's was
   uint32_t saved = t_state.busy;
   t_state.busy = 1;
   if (g_ring) {

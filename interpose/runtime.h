@@ -96,6 +96,10 @@ struct ThreadState {
   uint32_t tid;      // gettid() cache, 0 = not fetched (reset in a fork child)
   uint32_t inFork;   // fork() in progress on this thread: the next hook checks whether it is the child
   StackCache* cache; // hashes of the stacks this thread already sent on the current ring
+  // Slots of `roomRing` below roomUntil were known free (tail + capacity, from a tail read
+  // earlier): reserving below it needs no read of the tail, a line the recorder keeps writing.
+  wire::RingHeader* roomRing;
+  uint64_t roomUntil;
 };
 extern __thread ThreadState t_state;
 
