@@ -159,6 +159,10 @@ void ImageRecorder::touch(Site& s) {
 }
 
 void ImageRecorder::bucketAt(uint64_t t) {
+  if (t < bucketEnd_) {  // the current bucket (or a little behind it): no division per event
+    if (!pendingSamples_.empty() && pendingSamples_.front().t <= t) applySamples(t);
+    return;
+  }
   int64_t idx = static_cast<int64_t>(t / opt_.bucket_ns);
   if (idx <= bucket_.index) {  // same bucket, or a timestamp a little behind: stay
     applySamples(t);
@@ -171,6 +175,7 @@ void ImageRecorder::bucketAt(uint64_t t) {
   }
   applySamples(t);
   bucket_ = Bucket{idx, -1, heapLive_, heapLive_, 0, 0, 0};
+  bucketEnd_ = static_cast<uint64_t>(idx + 1) * opt_.bucket_ns;
 }
 
 // A marker starts a phase at an exact instant: the bucket around it is cut there, so what came

@@ -249,6 +249,7 @@ class ImageRecorder final : public RecordSink {
   uint64_t unknownFrees_ = 0, peakRss_ = 0;
   std::optional<int> exitRecord_;
   Bucket bucket_;
+  uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)
   std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
   std::vector<uint8_t> packedSites_;   // their site_timeline entries when the bucket is flushed
   struct Sample {
