@@ -403,16 +403,7 @@ StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema
 StackIps::~StackIps() { sqlite3_finalize(stmt_); }
 
 namespace {
-// One unsigned LEB128 varint at p (< end); false when it is cut or longer than 64 bits.
-bool readVarint(const unsigned char*& p, const unsigned char* end, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; p < end && shift < 64; shift += 7) {
-    unsigned char b = *p++;
-    *v |= uint64_t(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
+using packed::readVarint;
 }  // namespace
 
 void StackIps::readPacked(int64_t stack_id) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyzer/analyzer.h"
+#include "schemas/packed.h"
 
 namespace memledger::analyzer::detail {
 
@@ -42,15 +43,7 @@ template <class F>
 void forEachSiteActivity(const void* blob, int bytes, int schema_version, F&& f) {
   const auto* p = static_cast<const unsigned char*>(blob);
   const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
-  auto varint = [&](uint64_t& v) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  };
+  auto varint = [&](uint64_t& v) { return packed::readVarint(p, end, &v); };
   uint64_t prev = 0;
   while (p && p < end) {
     uint64_t stack, kind, allocs, bytesAllocated;
@@ -72,20 +65,12 @@ template <class F>
 void forEachSiteBucket(const void* blob, int bytes, F&& f) {
   const auto* p = static_cast<const unsigned char*>(blob);
   const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
-  auto varint = [&](uint64_t& v) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  };
+  auto varint = [&](uint64_t& v) { return packed::readVarint(p, end, &v); };
   uint64_t t = 0;
   while (p && p < end) {
     uint64_t delta, length;
     if (!varint(delta) || !varint(length) || length > uint64_t(end - p)) return;
-    t += (delta >> 1) ^ (~(delta & 1) + 1);  // zigzag; unsigned, so damage wraps
+    t += static_cast<uint64_t>(packed::unzigzag(delta));  // unsigned, so damage wraps
     f(static_cast<int64_t>(t), static_cast<const void*>(p), static_cast<int>(length));
     p += length;
   }

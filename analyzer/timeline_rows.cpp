@@ -5,22 +5,14 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/sql.h"
+#include "schemas/packed.h"
 
 namespace memledger::analyzer::detail {
 
 namespace {
 
-// One varint of a packed entry; false when it is cut (damage ends the row).
-bool readVarint(const unsigned char*& p, const unsigned char* end, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; p < end && shift < 64; shift += 7) {
-    unsigned char b = *p++;
-    *v |= uint64_t(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+using packed::readVarint;
+using packed::unzigzag;
 
 // Decodes one timeline_buckets row (see the schema) into `out`; stops at damage.
 void decodeBuckets(int64_t image, const unsigned char* p, const unsigned char* end, std::vector<TimelineRow>& out) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 
+#include "../schemas/packed.h"
 #include "schema_sql.h"
 
 namespace memledger::recorder {
@@ -248,11 +249,7 @@ void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
 namespace {
 constexpr size_t kNodesPerRow = 256;  // a reader decodes a whole row to get one of its stacks
 constexpr size_t kBucketsPerRow = 256;
-
-void putVarint(std::vector<uint8_t>& out, uint64_t v) {
-  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
-  out.push_back(static_cast<uint8_t>(v));
-}
+using packed::putVarint;
 }  // namespace
 
 void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent) {
@@ -313,11 +310,7 @@ void DbWriter::insertAllocation(const AllocationRow& r) {
   step(st);
 }
 
-namespace {
-void putSigned(std::vector<uint8_t>& out, int64_t v) {
-  putVarint(out, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));  // zigzag
-}
-}  // namespace
+using packed::putSigned;
 
 void DbWriter::insertTimeline(const TimelineRow& r) {
   if (!timeline_) return;
@@ -368,15 +361,7 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* s
   entries_.clear();
   const uint8_t* p = sites;
   const uint8_t* end = sites + bytes;
-  auto varint = [&](uint64_t& v) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  };
+  auto varint = [&](uint64_t& v) { return packed::readVarint(p, end, &v); };
   for (std::array<uint64_t, 4> e; p < end && varint(e[0]) && varint(e[1]) && varint(e[2]) && varint(e[3]);)
     entries_.push_back(e);
   std::sort(entries_.begin(), entries_.end());

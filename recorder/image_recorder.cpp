@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "../schemas/packed.h"
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -208,10 +209,7 @@ void ImageRecorder::flushBucket() {
   if (bucketSites_.empty()) return;
   std::vector<uint8_t>& out = packedSites_;
   out.clear();
-  auto varint = [&out](uint64_t v) {
-    for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
-    out.push_back(static_cast<uint8_t>(v));
-  };
+  auto varint = [&out](uint64_t v) { packed::putVarint(out, v); };
   for (uint32_t i : bucketSites_) {
     Site& s = sites_[i];
     varint(static_cast<uint64_t>(s.stack_id));
