@@ -107,29 +107,20 @@ inline bool suffixHolds(const Trace* t, int r) {
   return true;
 }
 
-// How many of the trace's innermost frames run in this library (the hook, the capture).
-int selfFrames(const Trace* t) {
-  int n = static_cast<int>(t->n);
-  int first = 0;
-  while (first < n && inSelf(t->rev[n - 1 - first].pc)) ++first;
-  return first;
-}
-
-// Sets c from the trace `t` (n frames, all hashes set); frames of this library at the top dropped.
+// Sets c from the trace `t` (n frames, all hashes set). The trace holds only program frames:
+// walk() steps over this library's before its first frame.
 Captured finish(const Trace* t, uint64_t* out) {
   Captured c;
   int n = static_cast<int>(t->n);
-  int first = selfFrames(t);
-  int count = n - first;
-  if (count <= 0) return c;
-  if (count <= wire::kMaxFrames) {
-    c.n = count;
-    c.hash = wire::finalHash(t->rev[n - 1 - first].hash);
+  if (n <= 0) return c;
+  if (n <= wire::kMaxFrames) {
+    c.n = n;
+    c.hash = wire::finalHash(t->rev[n - 1].hash);
     return c;
   }
   // Deeper than a stack record holds: the innermost kMaxFrames, hashed as such.
   c.n = wire::kMaxFrames;
-  for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - first - i].pc;
+  for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - i].pc;
   c.hash = wire::hashFrames(out, c.n);
   c.framesOut = true;
   return c;
@@ -315,8 +306,7 @@ Captured capture(Trace* trace, uint64_t* out) {
 
 void framesOf(const Trace* t, const Captured& c, uint64_t* out) {
   int n = static_cast<int>(t->n);
-  int first = selfFrames(t);
-  for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - first - i].pc;
+  for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - i].pc;
 }
 
 void codeUnloaded() {
