@@ -125,7 +125,7 @@ ImageRecorder::ThreadState& ImageRecorder::thread(uint32_t tid) {
 uint32_t ImageRecorder::siteFor(uint64_t hash, AllocKind kind) {
   // Hash 0 is "no stack"; the map reserves key 0, so that stack lives under a key no real hash
   // takes (hashFrames never returns 0, and ~0 stands in for it).
-  uint64_t key = hash ? hash : ~uint64_t{0};
+  uint64_t key = mapKey(hash);
   uint32_t idx;
   if (const uint32_t* found = stackByHash_.find(key)) {
     idx = *found;
@@ -277,14 +277,14 @@ void ImageRecorder::onAlloc(const Decoded& r) {
 
   uint32_t site = siteFor(r.c, r.kind);
   FlatMap<LiveBlock, true>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
-  auto [blk, isNew] = live.insert(r.a ? r.a : ~uint64_t{0});
+  auto [blk, isNew] = live.insert(mapKey(r.a));
   if (!isNew) {
     // The address is live already: its free was missed (e.g. freed by a path we do not hook).
     LiveBlock old = *blk;
     freeBlock(r.a, old, t, Op::Free, /*missed=*/true);
   }
   *blk = LiveBlock::make(r.b, t, site, r.tid, chain, op, static_cast<uint8_t>(r.kind), reallocOf != 0);
-  if (reallocOf) *reallocOf_.insert(r.a ? r.a : ~uint64_t{0}).first = reallocOf;
+  if (reallocOf) *reallocOf_.insert(mapKey(r.a)).first = reallocOf;
 
   Site& s = sites_[site];
   touch(s);
@@ -348,7 +348,7 @@ uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t,
 
 uint32_t ImageRecorder::takeReallocOf(const LiveBlock& b, uint64_t address) {
   uint32_t id = 0;
-  if (b.hasReallocOf()) reallocOf_.erase(address ? address : ~uint64_t{0}, &id);
+  if (b.hasReallocOf()) reallocOf_.erase(mapKey(address), &id);
   return id;
 }
 
@@ -431,8 +431,7 @@ void ImageRecorder::endMapping(uint32_t index, uint64_t t) {
   --s.cur_count;
   s.lifetime_ns_sum += lifetime;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) {
-    auto b = LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap), false);
-    writeAllocation(b, m.address, t);
+    writeAllocation(blockOf(m), m.address, t);
   }
   ++bucket_.frees;
   freeMappings_.push_back(index);
@@ -466,7 +465,7 @@ void ImageRecorder::close(uint64_t ts) {
   flushBucket();
   // Whatever is still live is a leak of this image: one row each, never freed.
   auto leak = [this](uint64_t key, LiveBlock& b) {
-    uint64_t address = key == ~uint64_t{0} ? 0 : key;
+    uint64_t address = fromMapKey(key);
     writeAllocation(b, address, std::nullopt, takeReallocOf(b, address));
   };
   heap_.forEach(leak);
@@ -474,8 +473,7 @@ void ImageRecorder::close(uint64_t ts) {
   for (auto& [start, range] : ranges_) {
     Mapping& m = mappings_[range.mapping];
     if (m.remaining == 0) continue;
-    auto b = LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(AllocKind::Mmap), false);
-    writeAllocation(b, m.address, std::nullopt);
+    writeAllocation(blockOf(m), m.address, std::nullopt);
     m.remaining = 0;  // one row per mapping, however many pieces it was split into
   }
   for (size_t i = 0; i < sites_.size(); ++i) {

@@ -156,6 +156,13 @@ class ImageRecorder final : public RecordSink {
   };
 
   uint64_t rel(uint64_t ts) const { return ts > opt_.origin_ns ? ts - opt_.origin_ns : 0; }
+  // FlatMap reserves key 0: an address (or hash) 0 is kept under ~0, which none takes.
+  static uint64_t mapKey(uint64_t v) { return v ? v : ~uint64_t{0}; }
+  static uint64_t fromMapKey(uint64_t key) { return key == ~uint64_t{0} ? 0 : key; }
+  // A mapping as a block, for its allocations row.
+  static LiveBlock blockOf(const Mapping& m) {
+    return LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(wire::AllocKind::Mmap), false);
+  }
   ThreadState& thread(uint32_t tid);
   uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind);
   void onStack(const Decoded& r);

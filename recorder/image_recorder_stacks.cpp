@@ -6,7 +6,7 @@
 namespace memledger::recorder {
 
 uint32_t ImageRecorder::ipId(uint64_t address) {
-  auto [id, isNew] = ipByAddress_.insert(address ? address : ~uint64_t{0});
+  auto [id, isNew] = ipByAddress_.insert(mapKey(address));
   if (isNew) {
     *id = rec_.nextIpId();
     db_.insertIp(*id, id_, address);
