@@ -23,6 +23,17 @@ using wire::RecordType;
 
 inline constexpr uint64_t kOrigin = 5'000'000'000ull;  // CLOCK_MONOTONIC of t = 0
 
+// One LEB128 varint of a packed column, written here from the schema's description (not the
+// reader under test, schemas/packed.h); p moves past it.
+inline uint64_t readVarint(const unsigned char*& p, const unsigned char* end) {
+  uint64_t v = 0;
+  for (int shift = 0; p < end; shift += 7) {
+    v |= uint64_t(*p & 0x7f) << shift;
+    if (!(*p++ & 0x80)) break;
+  }
+  return v;
+}
+
 // Schema 3 packs the stack tree's nodes into stack_nodes rows. The tests check the tree one row per
 // node, as version 2 stored it: a TEMP table `stacks` (id, image_id, ips as little-endian u32 ip
 // ids, parent_id or NULL), decoded here from the schema's description, not with the analyzer's
@@ -38,14 +49,7 @@ inline void unpackStackNodes(sqlite3* db) {
     int64_t id = sqlite3_column_int64(rows, 0);
     const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 2));
     const unsigned char* end = p + sqlite3_column_bytes(rows, 2);
-    auto varint = [&] {
-      uint64_t v = 0;
-      for (int shift = 0; p < end; shift += 7) {
-        v |= uint64_t(*p & 0x7f) << shift;
-        if (!(*p++ & 0x80)) break;
-      }
-      return v;
-    };
+    auto varint = [&] { return readVarint(p, end); };
     for (; p < end; ++id) {
       uint64_t gap = varint(), n = varint();
       std::string ips;
@@ -79,14 +83,7 @@ inline void unpackTimeline(sqlite3* db) {
   while (rows && sqlite3_step(rows) == SQLITE_ROW) {
     const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 1));
     const unsigned char* end = p + sqlite3_column_bytes(rows, 1);
-    auto varint = [&] {
-      uint64_t v = 0;
-      for (int shift = 0; p < end; shift += 7) {
-        v |= uint64_t(*p & 0x7f) << shift;
-        if (!(*p++ & 0x80)) break;
-      }
-      return v;
-    };
+    auto varint = [&] { return readVarint(p, end); };
     auto zigzag = [&] {
       uint64_t v = varint();
       return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
