@@ -215,15 +215,7 @@ class RecordingBuilder {
   void siteActivity(int64_t image, int64_t t_ns, int64_t stack, int64_t allocs, int64_t bytes,
                     const char* kind = "malloc") {
     std::string hex;
-    auto varint = [&hex](uint64_t v) {
-      char b[3];
-      for (; v >= 0x80; v >>= 7) {
-        std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>((v & 0x7f) | 0x80));
-        hex += b;
-      }
-      std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(v));
-      hex += b;
-    };
+    auto varint = [&hex](uint64_t v) { varintHex(hex, v); };
     const std::string k = kind;
     uint64_t code = k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0;
     activities_.push_back({image, t_ns, stack, allocs, bytes, code});
