@@ -12,7 +12,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include <array>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -60,6 +59,11 @@ struct AllocationRow {
   std::optional<int64_t> realloc_of;
 };
 
+// What one site allocated in one timeline bucket.
+struct SiteBucketEntry {
+  uint64_t stack_id, kind, allocs, bytes;
+};
+
 struct TimelineRow {
   int64_t image_id = 0;
   uint64_t t_ns = 0;
@@ -92,10 +96,10 @@ class DbWriter {
   // Packed into timeline_buckets rows like stack nodes (see the schema), written at 256 entries,
   // an image change, or a commit.
   void insertTimeline(const TimelineRow& row);
-  // One bucket's site entries as four varints each (stack id, kind, allocs, bytes), in any order;
-  // stored sorted, with stack ids as gaps, packed with other buckets of the image into a
-  // site_buckets row like the timeline's (see the schema).
-  void insertSiteTimeline(int64_t image, uint64_t t_ns, const uint8_t* sites, size_t bytes);
+  // One bucket's site entries, in any order (sorted here, in place); stored sorted, with stack ids
+  // as gaps, packed with other buckets of the image into a site_buckets row like the timeline's
+  // (see the schema).
+  void insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<SiteBucketEntry>& entries);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
 
   // Commits the open batch when it is old (>= 100 ms since the last commit) or large.
@@ -142,7 +146,6 @@ class DbWriter {
   size_t siteCount_ = 0;
   uint64_t siteT_ = 0;
   std::vector<uint8_t> siteBuckets_;
-  std::vector<std::array<uint64_t, 4>> entries_;  // insertSiteTimeline's scratch
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,

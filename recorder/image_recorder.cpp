@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "../schemas/packed.h"
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -207,19 +206,14 @@ void ImageRecorder::flushBucket() {
   row.alloc_bytes = bucket_.allocBytes;
   db_.insertTimeline(row);
   if (bucketSites_.empty()) return;
-  std::vector<uint8_t>& out = packedSites_;
-  out.clear();
-  auto varint = [&out](uint64_t v) { packed::putVarint(out, v); };
+  bucketEntries_.clear();
   for (uint32_t i : bucketSites_) {
     Site& s = sites_[i];
-    varint(static_cast<uint64_t>(s.stack_id));
-    varint(static_cast<uint64_t>(s.kind));
-    varint(s.bucket_allocs);
-    varint(s.bucket_bytes);
+    bucketEntries_.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.bucket_allocs, s.bucket_bytes});
     s.bucket_allocs = 0;
     s.bucket_bytes = 0;
   }
-  db_.insertSiteTimeline(id_, row.t_ns, out.data(), out.size());
+  db_.insertSiteTimeline(id_, row.t_ns, bucketEntries_);
   bucketSites_.clear();
 }
 

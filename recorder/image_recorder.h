@@ -258,7 +258,7 @@ class ImageRecorder final : public RecordSink {
   Bucket bucket_;
   uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)
   std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
-  std::vector<uint8_t> packedSites_;   // their site_timeline entries when the bucket is flushed
+  std::vector<SiteBucketEntry> bucketEntries_;  // their site_timeline entries when it is flushed
   struct Sample {
     uint64_t t, rss;
     std::optional<uint64_t> anon;

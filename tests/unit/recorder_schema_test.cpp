@@ -12,6 +12,7 @@
 namespace {
 
 using memledger::recorder::DbWriter;
+using memledger::recorder::SiteBucketEntry;
 using memledger::recorder::splitSchema;
 using memledger::recorder::withoutComments;
 
@@ -123,10 +124,10 @@ TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
   // (stack, kind, allocs, bytes): 300/new, 5/malloc, 300/malloc, given out of order.
-  const uint8_t entries[] = {0xAC, 0x02, 1, 2, 20, 5, 0, 1, 8, 0xAC, 0x02, 0, 3, 30};
-  w->insertSiteTimeline(1, 1000, entries, sizeof entries);
-  const uint8_t more[] = {7, 2, 1, 4};
-  w->insertSiteTimeline(1, 1000, more, sizeof more);  // a second write of the same bucket
+  std::vector<SiteBucketEntry> entries = {{300, 1, 2, 20}, {5, 0, 1, 8}, {300, 0, 3, 30}};
+  w->insertSiteTimeline(1, 1000, entries);
+  std::vector<SiteBucketEntry> more = {{7, 2, 1, 4}};
+  w->insertSiteTimeline(1, 1000, more);  // a second write of the same bucket
   w->close();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
