@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,10 +26,24 @@ bool g_check = false; // MEMLEDGER_UNWIND_CHECK=1
 std::atomic<uint64_t> g_checked{0}, g_differ{0}, g_fallbacks{0}, g_reused{0}, g_fresh{0};
 
 // ---- libunwind, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
-using UnwBacktrace = int (*)(void**, int);
+// Walked with unw_init_local/unw_step, not unw_backtrace: unw_backtrace's trace cache lives in
+// libunwind's dynamic TLS, which each thread gets from __tls_get_addr's malloc on its first walk.
+// That block is allocated inside a hook (untracked) and freed by the thread that joins (tracked):
+// one unknown free per thread that ever fell back to libunwind.
+struct UnwCursor {
+  uint64_t opaque[127];  // unw_cursor_t (UNW_TDEP_CURSOR_LEN words)
+};
+using UnwGetcontext = int (*)(ucontext_t*);
+using UnwInitLocal = int (*)(UnwCursor*, ucontext_t*);
+using UnwStep = int (*)(UnwCursor*);
+using UnwGetReg = int (*)(UnwCursor*, int, uint64_t*);
+constexpr int kUnwRegIp = 16;  // UNW_X86_64_RIP
 enum : int { kUntried = 0, kLoading = 1, kReady = 2, kFailed = 3 };
 std::atomic<int> g_unwState{kUntried};
-UnwBacktrace g_unwBacktrace = nullptr;
+UnwGetcontext g_unwGetcontext = nullptr;
+UnwInitLocal g_unwInitLocal = nullptr;
+UnwStep g_unwStep = nullptr;
+UnwGetReg g_unwGetReg = nullptr;
 constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD
 
 bool loadLibunwind() {
@@ -38,8 +53,11 @@ bool loadLibunwind() {
   int expected = kUntried;
   if (!g_unwState.compare_exchange_strong(expected, kLoading)) return false;
   void* h = R.dlopen ? R.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : nullptr;
-  void* fn = h ? dlsym(h, "unw_backtrace") : nullptr;
-  if (!fn) {
+  g_unwGetcontext = h ? reinterpret_cast<UnwGetcontext>(dlsym(h, "_Ux86_64_getcontext")) : nullptr;
+  g_unwInitLocal = h ? reinterpret_cast<UnwInitLocal>(dlsym(h, "_ULx86_64_init_local")) : nullptr;
+  g_unwStep = h ? reinterpret_cast<UnwStep>(dlsym(h, "_ULx86_64_step")) : nullptr;
+  g_unwGetReg = h ? reinterpret_cast<UnwGetReg>(dlsym(h, "_ULx86_64_get_reg")) : nullptr;
+  if (!g_unwGetcontext || !g_unwInitLocal || !g_unwStep || !g_unwGetReg) {
     writeStderr("memledger: cannot load libunwind.so.8, recording without stacks\n");
     g_unwState.store(kFailed, std::memory_order_release);
     return false;
@@ -48,20 +66,24 @@ bool loadLibunwind() {
   auto setPolicy = reinterpret_cast<int (*)(void*, int)>(dlsym(h, "_ULx86_64_set_caching_policy"));
   auto* space = static_cast<void**>(dlsym(h, "_ULx86_64_local_addr_space"));
   if (setPolicy && space) setPolicy(*space, kUnwCachePerThread);
-  g_unwBacktrace = reinterpret_cast<UnwBacktrace>(fn);
   g_unwState.store(kReady, std::memory_order_release);
   return true;
 }
 
-// unw_backtrace's frames, this library's leading ones dropped. Returns the count kept.
+// libunwind's frames (return addresses, as unw_backtrace gives them), this library's leading
+// ones dropped. Returns the count kept.
 __attribute__((noinline)) int libunwindFrames(uint64_t* out, int max) {
   if (!loadLibunwind()) return 0;
-  void* raw[kTraceCap];
-  int n = g_unwBacktrace(raw, kTraceCap);
-  int first = 0;
-  while (first < n && inSelf(reinterpret_cast<uint64_t>(raw[first]))) ++first;
-  int count = n - first < max ? n - first : max;
-  for (int i = 0; i < count; ++i) out[i] = reinterpret_cast<uint64_t>(raw[first + i]);
+  ucontext_t context;
+  UnwCursor cursor;
+  if (g_unwGetcontext(&context) != 0 || g_unwInitLocal(&cursor, &context) != 0) return 0;
+  int count = 0;
+  for (int seen = 0; seen < kTraceCap && count < max; ++seen) {
+    uint64_t ip = 0;
+    if (g_unwGetReg(&cursor, kUnwRegIp, &ip) != 0 || ip == 0) break;
+    if (count > 0 || !inSelf(ip)) out[count++] = ip;
+    if (g_unwStep(&cursor) <= 0) break;
+  }
   return count;
 }
 
