@@ -41,9 +41,11 @@ void lockCaches() {
 }
 void unlockCaches() { g_cacheLock.store(false, std::memory_order_release); }
 
+// The key's destructor: the exiting thread hands back its table and its lane.
 void releaseCache(void* p) {
   auto* c = static_cast<StackCache*>(p);
   if (t_state.cache == c) t_state.cache = nullptr;
+  ring::releaseLane();
   lockCaches();
   c->slots[0] = reinterpret_cast<uint64_t>(g_freeCaches);
   g_freeCaches = c;
@@ -74,6 +76,14 @@ StackCache* acquireCache() {
   if (g_cacheKeyState.load(std::memory_order_acquire) == 2) pthread_setspecific(g_cacheKey, c);
   return c;
 }
+
+}  // namespace
+
+void ensureThreadExitHook() {
+  if (!t_state.cache) t_state.cache = acquireCache();
+}
+
+namespace {
 
 // True when `hash` was not sent by this thread on the current ring yet (and marks it sent).
 bool firstSight(StackCache* c, uint64_t hash) {
@@ -131,11 +141,12 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
   int carried = n - shared;
   uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(carried)) : 0;
   uint32_t slots = (sendStack ? 1 + conts : 0) + 1;
-  uint64_t i;
-  if (!ring::reserve(h, slots, &i)) return;
+  Reservation r;
+  if (!ring::reserve(h, slots, &r)) return;
+  uint64_t i = r.index;
   if (sendStack) {
-    ring::writeFrameContinuations(h, i + 1, ips, static_cast<size_t>(carried));
-    ring::write(h, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(carried), hash,
+    ring::writeFrameContinuations(r, i + 1, ips, static_cast<size_t>(carried));
+    ring::write(r, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(carried), hash,
                 static_cast<uint64_t>(shared), shared ? base : 0);
     i += 1 + conts;
     if (cache) {
@@ -144,34 +155,34 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
       cache->sentHash = hash;
     }
   }
-  ring::write(h, i, wire::RecordType::Alloc, kind, opAux(op), reinterpret_cast<uint64_t>(p), size,
+  ring::write(r, i, wire::RecordType::Alloc, kind, opAux(op), reinterpret_cast<uint64_t>(p), size,
               hash);
 }
 
 Reservation reserveRelease() {
   Reservation r;
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
-  if (h && ring::reserve(h, 1, &r.index)) r.ring = h;
+  if (h) ring::reserve(h, 1, &r);  // leaves r empty when nothing was reserved
   return r;
 }
 
 void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
                     wire::Op op) {
-  if (!r.ring) return;
+  if (!r.records) return;
   auto type = kind == wire::AllocKind::Mmap ? wire::RecordType::Unmap : wire::RecordType::Free;
-  ring::write(r.ring, r.index, type, kind, opAux(op), reinterpret_cast<uint64_t>(p), length, 0);
+  ring::write(r, r.index, type, kind, opAux(op), reinterpret_cast<uint64_t>(p), length, 0);
 }
 
 void publishNop(const Reservation& r) {
-  if (!r.ring) return;
-  ring::write(r.ring, r.index, wire::RecordType::Nop, wire::AllocKind::Malloc, 0, 0, 0, 0);
+  if (!r.records) return;
+  ring::write(r, r.index, wire::RecordType::Nop, wire::AllocKind::Malloc, 0, 0, 0, 0);
 }
 
 void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux) {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
-  uint64_t i;
-  if (!h || !ring::reserve(h, 1, &i)) return;
-  ring::write(h, i, type, wire::AllocKind::Malloc, aux, a, b, c);
+  Reservation r;
+  if (!h || !ring::reserve(h, 1, &r)) return;
+  ring::write(r, r.index, type, wire::AllocKind::Malloc, aux, a, b, c);
 }
 
 void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const char* text,
@@ -180,10 +191,10 @@ void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const
   if (!h) return;
   if (len > kMaxText) len = kMaxText;
   uint32_t conts = wire::continuationSlotsForText(static_cast<uint32_t>(len));
-  uint64_t i;
-  if (!ring::reserve(h, 1 + conts, &i)) return;
-  ring::writeContinuations(h, i + 1, text, len);
-  ring::write(h, i, type, wire::AllocKind::Malloc, static_cast<uint16_t>(len), a, b, c);
+  Reservation r;
+  if (!ring::reserve(h, 1 + conts, &r)) return;
+  ring::writeContinuations(r, r.index + 1, text, len);
+  ring::write(r, r.index, type, wire::AllocKind::Malloc, static_cast<uint16_t>(len), a, b, c);
 }
 
 // A fork child inherits the forking thread's table: the generation bump clears it on next use.

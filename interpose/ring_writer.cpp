@@ -1,4 +1,4 @@
-// Ring reservation and the full-ring wait (exact mode): a writer never drops a record while the
+// Lane reservation and the full-lane wait (exact mode): a writer never drops a record while the
 // recorder is alive; it waits, and the time waited is accounted in wait_ns for the recording.
 #include "ring_writer.h"
 
@@ -15,22 +15,22 @@ constexpr int kSpinRounds = 256;
 
 std::atomic<uint32_t> g_detachReported{0};
 
-bool roomFor(wire::RingHeader* h, uint64_t end) {
-  return end - h->tail.load(std::memory_order_acquire) <= h->capacity;
+bool roomFor(const wire::LaneHeader* lane, uint32_t capacity, uint64_t end) {
+  return end - lane->tail.load(std::memory_order_acquire) <= capacity;
 }
 
-bool waitForRoom(wire::RingHeader* h, uint64_t end) {
+bool waitForRoom(wire::RingHeader* h, const wire::LaneHeader* lane, uint32_t capacity, uint64_t end) {
   uint64_t started = nowNs();
   for (int i = 0; i < kSpinRounds; ++i) {
     __builtin_ia32_pause();
-    if (roomFor(h, end)) {
+    if (roomFor(lane, capacity, end)) {
       h->wait_ns.fetch_add(nowNs() - started, std::memory_order_relaxed);
       return true;
     }
   }
   // Sleep with the raw syscall: nanosleep is not hooked, but it is a cancellation point in libc.
   struct timespec pause = {0, 50'000};
-  while (!roomFor(h, end)) {
+  while (!roomFor(lane, capacity, end)) {
     if (h->detached.load(std::memory_order_relaxed)) return false;
     uint64_t now = nowNs();
     uint64_t beat = h->heartbeat_ns.load(std::memory_order_acquire);
@@ -45,24 +45,105 @@ bool waitForRoom(wire::RingHeader* h, uint64_t end) {
   return true;
 }
 
+// Stamps the reservation [i, i + n) and publishes it: the first record's stamp is in its slot
+// before the head that covers it is (wire.h: the reader bounds its merge with it).
+void stampAndPublish(wire::RingHeader* h, wire::LaneHeader* lane, wire::Record* records,
+                     uint32_t capacity, uint64_t i, uint32_t n, Reservation* r) {
+  r->records = records;
+  r->mask = capacity - 1;
+  r->index = i;
+  r->ts = stampNow(h->crossLane.load(std::memory_order_relaxed) != 0);
+  __atomic_store_n(&records[i & r->mask].ts, r->ts, __ATOMIC_RELAXED);
+  lane->head.store(i + n, std::memory_order_release);
+}
+
+// A lane of its own for this thread on ring `h`, or none (lane 0 is shared) when all are taken.
+void claimLane(wire::RingHeader* h) {
+  ensureThreadExitHook();
+  t_state.laneRing = h;
+  t_state.lane = nullptr;
+  t_state.roomUntil = 0;
+  const uint32_t lanes = h->lanes;
+  for (uint32_t l = 1; l < lanes; ++l) {
+    wire::LaneHeader* lane = wire::laneHeader(h, l);
+    uint32_t free = 0;
+    if (lane->owner.load(std::memory_order_relaxed) != 0 ||
+        !lane->owner.compare_exchange_strong(free, 1, std::memory_order_acq_rel)) {
+      continue;
+    }
+    // The reader must know of the lane before any record in it can be visible.
+    uint32_t used = h->lanesUsed.load(std::memory_order_relaxed);
+    while (used < l + 1 &&
+           !h->lanesUsed.compare_exchange_weak(used, l + 1, std::memory_order_acq_rel)) {
+    }
+    if (l != 1) h->crossLane.store(1, std::memory_order_relaxed);  // before any record of ours
+    t_state.lane = lane;
+    t_state.laneRecords = wire::laneRecords(h, h->capacity, h->mainCapacity, lanes, l);
+    t_state.laneCapacity = wire::laneCapacity(h->capacity, h->mainCapacity, l);
+    t_state.laneHead = lane->head.load(std::memory_order_relaxed);
+    return;
+  }
+  h->crossLane.store(1, std::memory_order_relaxed);  // lane 0: shared with whoever else comes
+}
+
+// Lane 0: its writers take turns under its lock, so its slots are stamped in index order.
+bool reserveShared(wire::RingHeader* h, uint32_t n, Reservation* r) {
+  wire::LaneHeader* lane = wire::laneHeader(h, 0);
+  for (int spins = 0; lane->lock.exchange(1, std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 1000) {
+      __builtin_ia32_pause();
+    } else {
+      syscall(SYS_sched_yield);
+      spins = 0;
+    }
+  }
+  uint64_t i = lane->head.load(std::memory_order_relaxed);
+  const uint32_t capacity = h->capacity;
+  bool ok = roomFor(lane, capacity, i + n) || waitForRoom(h, lane, capacity, i + n);
+  if (ok) {
+    stampAndPublish(h, lane, wire::laneRecords(h, capacity, h->mainCapacity, h->lanes, 0),
+                    capacity, i, n, r);
+  }
+  lane->lock.store(0, std::memory_order_release);
+  return ok;
+}
+
 }  // namespace
 
-bool reserve(wire::RingHeader* h, uint32_t n, uint64_t* start) {
-  uint64_t s = h->head.fetch_add(n, std::memory_order_relaxed);
-  *start = s;
-  // The slots a few records on are most likely this thread's next ones: ask for their cache line
-  // now (for writing), so that store does not wait for the line the reader last held.
-  __builtin_prefetch(&slot(h, s + n + 4), 1, 3);
-  if (ML_LIKELY(t_state.roomRing == h && s + n <= t_state.roomUntil)) return true;
-  uint64_t tail = h->tail.load(std::memory_order_acquire);
-  if (ML_LIKELY(s + n - tail <= h->capacity)) {
-    t_state.roomRing = h;
-    t_state.roomUntil = tail + h->capacity;
-    return true;
+bool reserve(wire::RingHeader* h, uint32_t n, Reservation* r) {
+  if (ML_UNLIKELY(t_state.laneRing != h)) claimLane(h);
+  wire::LaneHeader* lane = t_state.lane;
+  bool ok;
+  if (ML_UNLIKELY(!lane)) {
+    ok = reserveShared(h, n, r);
+  } else {
+    uint64_t i = t_state.laneHead;
+    ok = true;
+    if (ML_UNLIKELY(i + n > t_state.roomUntil)) {
+      uint64_t tail = lane->tail.load(std::memory_order_acquire);
+      const uint32_t capacity = t_state.laneCapacity;
+      if (i + n - tail > capacity) {
+        ok = waitForRoom(h, lane, capacity, i + n);
+        tail = lane->tail.load(std::memory_order_acquire);
+      }
+      t_state.roomUntil = tail + capacity;
+    }
+    if (ML_LIKELY(ok)) {
+      stampAndPublish(h, lane, t_state.laneRecords, t_state.laneCapacity, i, n, r);
+      t_state.laneHead = i + n;
+      // The slots a few records on are this thread's next ones: ask for their cache line now
+      // (for writing), so that store does not wait for the line the reader last held.
+      __builtin_prefetch(&r->records[(i + n + 4) & r->mask], 1, 3);
+    }
   }
-  if (waitForRoom(h, s + n)) return true;
-  h->lost.fetch_add(1, std::memory_order_relaxed);  // the record this reservation was for
-  return false;
+  if (ML_UNLIKELY(!ok)) h->lost.fetch_add(1, std::memory_order_relaxed);  // the record it was for
+  return ok;
+}
+
+void releaseLane() {
+  if (t_state.lane) t_state.lane->owner.store(0, std::memory_order_release);
+  t_state.lane = nullptr;
+  t_state.laneRing = nullptr;
 }
 
 void detach(wire::RingHeader* h) {

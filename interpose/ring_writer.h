@@ -1,4 +1,5 @@
-// Writing side of the ring (wire.h): reserve n consecutive slots, fill, publish each slot.
+// Writing side of the ring (wire.h): reserve n consecutive slots of this thread's lane, fill,
+// publish each slot.
 #pragma once
 
 #include <cstring>
@@ -7,25 +8,30 @@
 
 namespace memledger::preload::ring {
 
-// Reserves n consecutive slots (one fetch_add on head) and waits until all of them are free.
-// Returns false when the ring is (or just became) detached: the slots are then abandoned.
-bool reserve(wire::RingHeader* h, uint32_t n, uint64_t* start);
+// Reserves n consecutive slots on this thread's lane of `h` (claiming a lane on the first call
+// for a ring), waits until all of them are free, stamps the first record and publishes the new
+// head. Returns false when the ring is (or just became) detached: nothing was reserved.
+bool reserve(wire::RingHeader* h, uint32_t n, Reservation* r);
 
-inline wire::Record& slot(wire::RingHeader* h, uint64_t index) {
-  return wire::ringRecords(h)[index & (h->capacity - 1)];
+// This thread's lane goes back to the ring's pool (thread exit).
+void releaseLane();
+
+inline wire::Record& slot(const Reservation& r, uint64_t index) {
+  return r.records[index & r.mask];
 }
 
-// Fills every field but the stamp, then publishes: the release store orders the fields before
-// the stamp for the reader's acquire load.
-inline void write(wire::RingHeader* h, uint64_t index, wire::RecordType type, wire::AllocKind kind,
-                  uint16_t aux, uint64_t a, uint64_t b, uint64_t c) {
-  wire::Record& r = slot(h, index);
+// Fills every field but the publication stamp, then publishes: the release store orders the
+// fields before the stamp for the reader's acquire load. The record carries the reservation's
+// time stamp (wire.h: taken before the head that covers it was published).
+inline void write(const Reservation& res, uint64_t index, wire::RecordType type,
+                  wire::AllocKind kind, uint16_t aux, uint64_t a, uint64_t b, uint64_t c) {
+  wire::Record& r = slot(res, index);
   r.type = type;
   r.kind = kind;
   r.aux = aux;
   r.tid = currentTid();
   r.reserved = 0;
-  r.ts = stampNow();
+  r.ts = res.ts;
   r.a = a;
   r.b = b;
   r.c = c;
@@ -33,10 +39,10 @@ inline void write(wire::RingHeader* h, uint64_t index, wire::RecordType type, wi
 }
 
 // Continuation slots: 44 payload bytes after the stamp, stamped with wire::continuationStamp.
-inline void writeContinuations(wire::RingHeader* h, uint64_t first, const void* bytes, size_t len) {
+inline void writeContinuations(const Reservation& res, uint64_t first, const void* bytes, size_t len) {
   const char* src = static_cast<const char*>(bytes);
   for (uint64_t i = first; len > 0; ++i) {
-    wire::Record& r = slot(h, i);
+    wire::Record& r = slot(res, i);
     size_t n = len < wire::kContinuationBytes ? len : wire::kContinuationBytes;
     char* payload = reinterpret_cast<char*>(&r) + sizeof(uint32_t);
     std::memcpy(payload, src, n);
@@ -49,10 +55,11 @@ inline void writeContinuations(wire::RingHeader* h, uint64_t first, const void* 
 
 // Stack frames: kFramesPerContinuation (5) whole frames per continuation slot, as wire.h counts
 // them (continuationSlotsForFrames); the last 4 payload bytes of each slot stay unused.
-inline void writeFrameContinuations(wire::RingHeader* h, uint64_t first, const uint64_t* ips, size_t n) {
+inline void writeFrameContinuations(const Reservation& res, uint64_t first, const uint64_t* ips,
+                                    size_t n) {
   for (uint64_t i = first; n > 0; ++i) {
     size_t k = n < wire::kFramesPerContinuation ? n : wire::kFramesPerContinuation;
-    wire::Record& r = slot(h, i);
+    wire::Record& r = slot(res, i);
     char* payload = reinterpret_cast<char*>(&r) + sizeof(uint32_t);
     std::memcpy(payload, ips, k * sizeof(uint64_t));
     std::memset(payload + k * sizeof(uint64_t), 0, wire::kContinuationBytes - k * sizeof(uint64_t));

@@ -28,6 +28,7 @@ std::atomic<wire::RingHeader*> g_active{nullptr};
 std::atomic<uint32_t> g_ringGen{1};
 std::atomic<int> g_bootState{0};
 bool g_clockTsc = false;
+bool g_rdtscp = false;
 
 namespace {
 
@@ -38,7 +39,9 @@ std::atomic<uint32_t> g_bootOwner{0};
 char g_socketPath[sizeof(sockaddr_un::sun_path)];
 bool g_haveDir = false;
 bool g_noFollow = false;
-uint32_t g_capacity = wire::kDefaultRingSlots;
+uint32_t g_capacity = wire::kDefaultRingSlots;  // lanes 0 and 2..
+uint32_t g_mainCapacity = wire::kDefaultMainLaneSlots;  // lane 1
+uint32_t g_lanes = wire::kDefaultRingLanes;
 uint32_t g_pid = 0;
 uint32_t g_forkParent = 0;  // the pid that forked this image (0: not a fork child)
 wire::RingHeader* g_ring = nullptr;  // this image's mapping (also after a detach)
@@ -120,6 +123,8 @@ bool tscIsTheClock() {
   if (a < 0x80000007u) return false;
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
   if (!(d & (1u << 8))) return false;
+  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001u), "c"(0));
+  g_rdtscp = (d & (1u << 27)) != 0;
   char source[32];
   ssize_t n = readWhole("/sys/devices/system/clocksource/clocksource0/current_clocksource", source,
                         sizeof(source) - 1);
@@ -143,7 +148,11 @@ void readSettings() {
   g_noFollow = nf && strcmp(nf, "1") == 0;
   if (const char* slots = getenv(wire::kEnvRingSlots)) {
     unsigned long v = strtoul(slots, nullptr, 10);
-    if (v >= 64 && v <= (1ul << 26) && (v & (v - 1)) == 0) g_capacity = static_cast<uint32_t>(v);
+    if (v >= 64 && v <= (1ul << 26) && (v & (v - 1)) == 0) g_capacity = g_mainCapacity = static_cast<uint32_t>(v);
+  }
+  if (const char* lanes = getenv(wire::kEnvRingLanes)) {
+    unsigned long v = strtoul(lanes, nullptr, 10);
+    if (v >= 1 && v <= wire::kMaxRingLanes && (v & (v - 1)) == 0) g_lanes = static_cast<uint32_t>(v);
   }
   ssize_t n = syscall(SYS_readlink, "/proc/self/exe", g_exePath, sizeof(g_exePath) - 1);
   g_exePath[n > 0 ? n : 0] = '\0';
@@ -153,7 +162,7 @@ void readSettings() {
 // Creates this image's ring in a memfd and hands it to the recorder. On success the ring
 // becomes active; the socket and the memfd are closed (the mapping stays).
 bool registerRing(bool forked) {
-  size_t bytes = wire::ringBytes(g_capacity);
+  size_t bytes = wire::ringBytes(g_capacity, g_mainCapacity, g_lanes);
   int memfd = static_cast<int>(syscall(SYS_memfd_create, "memledger-ring", MFD_CLOEXEC));
   if (memfd < 0) {
     writeStderr("memledger: memfd_create failed, recording disabled\n");
@@ -176,6 +185,10 @@ bool registerRing(bool forked) {
   h->capacity = g_capacity;
   h->pid = g_pid;
   h->clock = g_clockTsc ? wire::kClockTsc : wire::kClockMonotonic;
+  h->lanes = g_lanes;
+  h->mainCapacity = g_mainCapacity;
+  h->lanesUsed.store(1, std::memory_order_relaxed);  // lane 0, the shared one
+  h->crossLane.store(0, std::memory_order_relaxed);
   uint64_t now = nowNs();
   // A fresh heartbeat: a recorder that never maps the ring is detected 2 s into the first wait.
   h->heartbeat_ns.store(now, std::memory_order_release);
@@ -284,11 +297,12 @@ void childAfterFork() {
   g_forkParent = g_pid;
   g_pid = pid;
   t_state.tid = 0;
-  t_state.roomRing = nullptr;  // a new ring may be mapped where the parent's was
+  t_state.laneRing = nullptr;  // a new ring may be mapped where the parent's was
+  t_state.lane = nullptr;
   uint32_t saved = t_state.busy;
   t_state.busy = 1;
   if (g_ring) {
-    rawMunmap(g_ring, wire::ringBytes(g_ring->capacity));
+    rawMunmap(g_ring, wire::ringBytes(g_ring->capacity, g_ring->mainCapacity, g_ring->lanes));
     g_ring = nullptr;
   }
   g_ringGen.fetch_add(1, std::memory_order_relaxed);

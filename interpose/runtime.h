@@ -96,9 +96,15 @@ struct ThreadState {
   uint32_t tid;      // gettid() cache, 0 = not fetched (reset in a fork child)
   uint32_t inFork;   // fork() in progress on this thread: the next hook checks whether it is the child
   StackCache* cache; // hashes of the stacks this thread already sent on the current ring
-  // Slots of `roomRing` below roomUntil were known free (tail + capacity, from a tail read
+  // The lane this thread writes on `laneRing` (wire.h): laneRing null = none chosen on the
+  // current ring yet; lane null = the shared lane 0. laneHead is the lane's head as this thread
+  // last set it; slots below roomUntil were known free (tail + capacity, from a tail read
   // earlier): reserving below it needs no read of the tail, a line the recorder keeps writing.
-  wire::RingHeader* roomRing;
+  wire::RingHeader* laneRing;
+  wire::LaneHeader* lane;
+  wire::Record* laneRecords;
+  uint32_t laneCapacity;
+  uint64_t laneHead;
   uint64_t roomUntil;
 };
 extern __thread ThreadState t_state;
@@ -139,7 +145,20 @@ int rawMunmap(void* addr, size_t len);
 uint32_t currentTid();
 uint64_t nowNs();        // CLOCK_MONOTONIC
 extern bool g_clockTsc;  // records are stamped with the TSC (wire.h RingClock)
-inline uint64_t stampNow() { return g_clockTsc ? __builtin_ia32_rdtsc() : nowNs(); }
+extern bool g_rdtscp;    // the CPU has rdtscp
+// A record's stamp. Fenced (wire.h, "fences"): read after every earlier instruction executed and
+// every earlier load completed, so an allocation's stamp comes after the allocator's loads that
+// handed out the block. clock_gettime's own TSC read is ordered that way.
+inline uint64_t stampNow(bool fenced) {
+  if (!g_clockTsc) return nowNs();
+  if (!fenced) return __builtin_ia32_rdtsc();
+  if (g_rdtscp) {
+    unsigned int cpu;
+    return __builtin_ia32_rdtscp(&cpu);
+  }
+  __builtin_ia32_lfence();
+  return __builtin_ia32_rdtsc();
+}
 void writeStderr(const char* msg);  // one line, write(2), no stdio
 
 // A small bump heap for allocations made while the real allocator is not resolved yet (dlsym
@@ -149,8 +168,10 @@ bool isBootPointer(const void* p);
 
 // Record helpers (recorder.cpp). All of them are called inside enter()/leave().
 struct Reservation {
-  wire::RingHeader* ring = nullptr;  // null: nothing reserved (not recording / detached)
-  uint64_t index = 0;
+  wire::Record* records = nullptr;  // the lane's slots; null: nothing reserved (not recording)
+  uint32_t mask = 0;                // capacity - 1
+  uint64_t index = 0;               // the first slot reserved
+  uint64_t ts = 0;                  // the stamp of the records written into these slots
 };
 // Allocations reserve their slots after the real call returned; frees and unmaps reserve one
 // slot before the real call and publish after it (a Nop when the call failed). With that order an
@@ -159,6 +180,8 @@ struct Reservation {
 // allocation's slot before the call too would let another thread's free of the address the
 // call returns land after it.
 void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op);
+// Makes sure this thread's exit hands back its stack cache and its lane (recorder.cpp).
+void ensureThreadExitHook();
 Reservation reserveRelease();
 void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
                     wire::Op op);  // Free, or Unmap for kind Mmap

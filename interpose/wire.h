@@ -10,19 +10,41 @@
 //
 // Ring layout (one memfd per process image, MAP_SHARED on both sides)
 //
-//   +-------------------+---------------------------------------------------------------+
-//   | RingHeader (4096) | Record[capacity]   (capacity is a power of two)               |
-//   +-------------------+---------------------------------------------------------------+
+//   +-------------------+----------------------------+-----------------------------------------+
+//   | RingHeader (4096) | LaneHeader[lanes] (→ 4096) | Record[capacity] per lane, lane after lane |
+//   +-------------------+----------------------------+-----------------------------------------+
 //
-//   Many writers (all threads of the image), one reader (the recorder): a bounded MPSC queue in
-//   the style of Vyukov. A writer reserves n consecutive slots with one fetch_add on `head`,
+//   A ring is `lanes` lanes of `capacity` slots each (both powers of two). A thread claims a lane
+//   of its own (1 .. lanes-1) on its first record and gives it back when it exits; while no lane
+//   is free, threads share lane 0 and take its lock for each reservation. A lane is a bounded
+//   queue in the style of Vyukov: a writer reserves n consecutive slots by advancing `head`,
 //   fills them and publishes each slot by storing `seq = index + 1` (mod 2^32) with release
-//   order. The reader consumes in index order and waits for each slot's stamp. One global order
-//   per process image is what makes alloc/free pairing exact: a free reserves its slot *before*
-//   the real free runs, an allocation *after* the real allocation returned, so an address can
-//   never be seen re-allocated before it was seen freed.
+//   order; the reader consumes a lane in index order and waits for each slot's stamp. No slot
+//   index is shared between threads, so the hot path has no atomic read-modify-write: on four
+//   threads the contended fetch_add of one shared head was a third of the program's time.
 //
-//   When the ring is full a writer waits (exact mode) and adds the time to `wait_ns`. If the
+//   One order per process image comes from the stamps (Record::ts). A reservation stamps its
+//   first record (a fenced clock read) and writes that stamp into the slot *before* publishing
+//   the new head (release); a free stamps before the real free runs, an allocation after the
+//   real allocation returned. The reader merges the lanes by stamp, and only below a bound W it
+//   takes each round: its own clock read before it loads the heads, lowered to the stamp of
+//   any reserved but unpublished record it meets. Why that is exact: if a free F of an address
+//   causes an allocation A of it on another lane (A's allocator saw F's stores), then
+//   F.ts < A.ts; if F is reserved but unpublished, its stamp bounds W; if F's head store was not
+//   yet visible when the reader loaded the heads, F's real free ran after that load (x86 keeps
+//   stores in order), so A, stamped after seeing it, is stamped after the reader's clock read,
+//   which is at least W. Either way A waits for F. The same holds for an allocation and the
+//   free of what it returned on another thread. Records that are not so ordered may be merged
+//   a little out of stamp order; nothing pairs them.
+//
+//   Fences: "stamped after the allocator's loads" needs a fenced clock read (rdtscp, or lfence
+//   before rdtsc), ~8 ns. Only stamps compared across lanes need it: a writer fences once it sees
+//   `crossLane` set, which every thread does before its first record on a lane other than
+//   lane 1. A thread that could take part in a cross-lane pair has loaded what the other thread
+//   stored after setting it (x86 keeps loads in order), so it fences; a free's own stamp is
+//   read before the real free's stores are visible, fenced or not.
+//
+//   When a lane is full its writer waits (exact mode) and adds the time to `wait_ns`. If the
 //   recorder's heartbeat goes stale the writer sets `detached` and the library stops recording.
 //
 // Compatibility: append only. New record types and fields go at the end; bump kWireVersion when
@@ -35,13 +57,20 @@
 
 namespace memledger::wire {
 
-inline constexpr uint32_t kWireVersion = 3;
+inline constexpr uint32_t kWireVersion = 4;
 inline constexpr uint32_t kRingMagic = 0x4d4c5247;  // "MLRG"
 inline constexpr const char* kEnvDir = "MEMLEDGER_DIR";
-inline constexpr const char* kEnvRingSlots = "MEMLEDGER_RING_SLOTS";   // optional override
+inline constexpr const char* kEnvRingSlots = "MEMLEDGER_RING_SLOTS";   // slots of every lane (override)
+inline constexpr const char* kEnvRingLanes = "MEMLEDGER_RING_LANES";   // lanes per ring (override)
 inline constexpr const char* kEnvNoFollow = "MEMLEDGER_NO_FOLLOW";     // "1": only the first image records
 inline constexpr const char* kSocketName = "ctl.sock";
-inline constexpr uint32_t kDefaultRingSlots = 1u << 20;  // 48 MiB of records per process image
+// Lane 1 goes to the first thread that records, usually the main thread, which mostly makes the
+// longest bursts (freeing a big structure at exit): 48 MiB of records; every other lane 12 MiB.
+// The memfd's pages exist only once written, so a ring costs what its threads' lanes hold.
+inline constexpr uint32_t kDefaultRingSlots = 1u << 18;
+inline constexpr uint32_t kDefaultMainLaneSlots = 1u << 20;
+inline constexpr uint32_t kDefaultRingLanes = 16;
+inline constexpr uint32_t kMaxRingLanes = 256;
 inline constexpr int kMaxFrames = 128;
 
 // What a record describes. Append only.
@@ -78,7 +107,7 @@ struct alignas(16) Record {
   uint16_t aux;               // Stack: frame count; Module/Marker: byte length of the text; Alloc: Op
   uint32_t tid;
   uint32_t reserved;
-  uint64_t ts;                // CLOCK_MONOTONIC nanoseconds
+  uint64_t ts;                // stamp (RingClock below); a head's is written at reservation
   uint64_t a, b, c;
 };
 static_assert(sizeof(Record) == 48, "the ring's record layout is part of the wire format");
@@ -145,11 +174,15 @@ enum RingClock : uint32_t { kClockMonotonic = 0, kClockTsc = 1 };
 struct alignas(64) RingHeader {
   uint32_t magic;
   uint32_t version;
-  uint32_t capacity;                    // slots, a power of two
+  uint32_t capacity;                    // slots of each lane but lane 1, a power of two
   uint32_t pid;
   uint32_t clock;                       // RingClock of every record's ts
-  alignas(64) std::atomic<uint64_t> head;       // next slot to reserve (writers)
-  alignas(64) std::atomic<uint64_t> tail;       // next slot to read (reader)
+  uint32_t lanes;                       // a power of two, at most kMaxRingLanes
+  uint32_t mainCapacity;                // slots of lane 1, a power of two
+  // 0 while only lane 1 was ever written (one thread at a time): stamps need no fence, nothing is
+  // merged. A thread sets it before its first record on any other lane (wire.h, "fences").
+  std::atomic<uint32_t> crossLane;
+  alignas(64) std::atomic<uint32_t> lanesUsed;  // 1 + the highest lane ever claimed (lane 0 counts)
   alignas(64) std::atomic<uint64_t> heartbeat_ns;  // recorder's CLOCK_MONOTONIC, refreshed while it runs
   std::atomic<uint64_t> wait_ns;        // total time writers waited for space
   std::atomic<uint32_t> detached;       // 1: the writer gave up (recorder gone); nothing more comes
@@ -158,11 +191,38 @@ struct alignas(64) RingHeader {
 inline constexpr size_t kRingHeaderBytes = 4096;
 static_assert(sizeof(RingHeader) <= kRingHeaderBytes);
 
-inline constexpr size_t ringBytes(uint32_t capacity) {
-  return kRingHeaderBytes + static_cast<size_t>(capacity) * sizeof(Record);
+// One lane: the writer's line (head, claim, lock) apart from the reader's (tail).
+struct alignas(64) LaneHeader {
+  std::atomic<uint64_t> head;   // slots reserved; the stamp of every record head below is written
+  std::atomic<uint32_t> owner;  // lanes 1..: 1 while a thread holds the lane, 0 when free
+  std::atomic<uint32_t> lock;   // lane 0: held by a writer while it reserves
+  alignas(64) std::atomic<uint64_t> tail;  // next slot to read (reader)
+};
+static_assert(sizeof(LaneHeader) == 128);
+
+inline constexpr size_t laneHeaderBytes(uint32_t lanes) {
+  return (static_cast<size_t>(lanes) * sizeof(LaneHeader) + 4095) / 4096 * 4096;
 }
-inline Record* ringRecords(void* base) {
-  return reinterpret_cast<Record*>(static_cast<char*>(base) + kRingHeaderBytes);
+// Lanes lie one after another: lane 0 (capacity slots), lane 1 (mainCapacity), lanes 2.. .
+inline constexpr uint32_t laneCapacity(uint32_t capacity, uint32_t mainCapacity, uint32_t lane) {
+  return lane == 1 ? mainCapacity : capacity;
+}
+inline constexpr size_t laneFirstSlot(uint32_t capacity, uint32_t mainCapacity, uint32_t lane) {
+  return lane <= 1 ? static_cast<size_t>(lane) * capacity
+                   : static_cast<size_t>(lane - 1) * capacity + mainCapacity;
+}
+inline constexpr size_t ringBytes(uint32_t capacity, uint32_t mainCapacity, uint32_t lanes) {
+  return kRingHeaderBytes + laneHeaderBytes(lanes) +
+         laneFirstSlot(capacity, mainCapacity, lanes) * sizeof(Record);  // the slots of lanes 0..lanes-1
+}
+inline LaneHeader* laneHeader(void* base, uint32_t lane) {
+  return reinterpret_cast<LaneHeader*>(static_cast<char*>(base) + kRingHeaderBytes) + lane;
+}
+inline Record* laneRecords(void* base, uint32_t capacity, uint32_t mainCapacity, uint32_t lanes,
+                           uint32_t lane) {
+  return reinterpret_cast<Record*>(static_cast<char*>(base) + kRingHeaderBytes +
+                                   laneHeaderBytes(lanes)) +
+         laneFirstSlot(capacity, mainCapacity, lane);
 }
 
 // The one message a process image sends on ctl.sock, with its ring's memfd attached.
@@ -170,7 +230,7 @@ struct Hello {
   uint32_t version;      // kWireVersion
   uint32_t pid;
   uint32_t ppid;
-  uint32_t capacity;     // ring slots
+  uint32_t capacity;     // slots per lane (the lane count is in the ring's header)
   uint64_t start_ns;     // CLOCK_MONOTONIC when the image initialised
   uint32_t forked;       // 1: a fork child (same image as the parent), 0: a fresh image (exec/start)
   uint32_t cmdline_bytes;  // the message goes on with /proc/self/cmdline (this many bytes, NUL

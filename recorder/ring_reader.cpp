@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -149,31 +150,55 @@ std::unique_ptr<RingReader> RingReader::map(Registration reg, std::string* error
   if (cap == 0 || (cap & (cap - 1)) != 0) return fail("capacity is not a power of two");
   struct stat st {};
   if (::fstat(reg.memfd, &st) != 0) return fail(errnoText("fstat"));
-  size_t bytes = wire::ringBytes(cap);
+  // The lane count is in the header: map the header alone first, then the whole ring.
+  if (static_cast<size_t>(st.st_size) < wire::kRingHeaderBytes) {
+    return fail("size " + std::to_string(st.st_size) + " is smaller than a ring header");
+  }
+  void* head = ::mmap(nullptr, wire::kRingHeaderBytes, PROT_READ, MAP_SHARED, reg.memfd, 0);
+  if (head == MAP_FAILED) return fail(errnoText("mmap"));
+  const auto* h = static_cast<const wire::RingHeader*>(head);
+  const uint32_t magic = h->magic, version = h->version, headerCap = h->capacity, lanes = h->lanes,
+                 mainCap = h->mainCapacity, clock = h->clock;
+  ::munmap(head, wire::kRingHeaderBytes);
+  if (magic != wire::kRingMagic || version != wire::kWireVersion || headerCap != cap) {
+    return fail("bad magic, version or capacity in the ring header");
+  }
+  if (lanes == 0 || lanes > wire::kMaxRingLanes || (lanes & (lanes - 1)) != 0) {
+    return fail("bad lane count " + std::to_string(lanes) + " in the ring header");
+  }
+  if (mainCap == 0 || (mainCap & (mainCap - 1)) != 0 || mainCap > (1u << 26) || cap > (1u << 26)) {
+    return fail("bad lane capacity in the ring header");
+  }
+  if (clock != wire::kClockMonotonic && clock != wire::kClockTsc) {
+    return fail("unknown clock in the ring header");
+  }
+  size_t bytes = wire::ringBytes(cap, mainCap, lanes);
   if (static_cast<size_t>(st.st_size) != bytes) {
-    return fail("size " + std::to_string(st.st_size) + " does not match " + std::to_string(cap) + " slots");
+    return fail("size " + std::to_string(st.st_size) + " does not match " + std::to_string(lanes) +
+                " lanes of " + std::to_string(cap) + " slots (lane 1: " + std::to_string(mainCap) +
+                ")");
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, reg.memfd, 0);
   if (base == MAP_FAILED) return fail(errnoText("mmap"));
   ::close(reg.memfd);
   reg.memfd = -1;
-  auto* header = static_cast<wire::RingHeader*>(base);
-  if (header->magic != wire::kRingMagic || header->version != wire::kWireVersion ||
-      header->capacity != cap) {
-    ::munmap(base, bytes);
-    return fail("bad magic, version or capacity in the ring header");
-  }
   std::unique_ptr<RingReader> r(new RingReader());
   r->hello_ = reg.hello;
   r->base_ = base;
   r->bytes_ = bytes;
-  r->header_ = header;
-  if (header->clock != wire::kClockMonotonic && header->clock != wire::kClockTsc) {
-    return fail("unknown clock in the ring header");
+  r->header_ = static_cast<wire::RingHeader*>(base);
+  r->tsc_ = clock == wire::kClockTsc;
+  r->laneCount_ = lanes;
+  r->lanes_.reset(new Lane[lanes]);
+  r->active_.reset(new uint32_t[lanes]);
+  for (uint32_t l = 0; l < lanes; ++l) {
+    Lane& lane = r->lanes_[l];
+    lane.header = wire::laneHeader(base, l);
+    lane.records = wire::laneRecords(base, cap, mainCap, lanes, l);
+    lane.capacity = wire::laneCapacity(cap, mainCap, l);
+    lane.mask = lane.capacity - 1;
+    lane.tail = lane.published = lane.header->tail.load(std::memory_order_relaxed);
   }
-  r->tsc_ = header->clock == wire::kClockTsc;
-  r->records_ = wire::ringRecords(base);
-  r->mask_ = cap - 1;
   r->scratch_.reset(new uint64_t[kScratchWords]);
   return r;
 }
@@ -182,11 +207,16 @@ RingReader::~RingReader() {
   if (base_) ::munmap(base_, bytes_);
 }
 
-// Decodes the record whose head is at `index`. Returns the slots consumed, 0 when the record is
-// not complete yet (only when !final). With `final`, slots that will never be published (their
-// writer died) are skipped one by one, as are orphan continuations (wire.h, continuation stamps).
-size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
-  const wire::Record& head = records_[index & mask_];
+bool RingReader::published(const Lane& lane, uint64_t index) const {
+  return lane.records[index & lane.mask].seq.load(std::memory_order_acquire) == wire::headStamp(index);
+}
+
+// Decodes the record whose head is at `index` of `lane`. Returns the slots consumed, 0 when the
+// record is not complete yet (only when !final). With `final`, slots that will never be
+// published (their writer died) are skipped one by one, as are orphan continuations (wire.h,
+// continuation stamps).
+size_t RingReader::decodeAt(Lane& lane, uint64_t index, RecordSink& sink, bool final) {
+  const wire::Record& head = lane.records[index & lane.mask];
   uint32_t stamp = head.seq.load(std::memory_order_acquire);
   if (stamp != wire::headStamp(index)) {
     if (stamp == wire::continuationStamp(index)) return 1;  // orphan continuation: its head never came
@@ -210,7 +240,7 @@ size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
   }
   auto* bytes = reinterpret_cast<char*>(scratch_.get());
   for (uint32_t k = 1; k <= conts; ++k) {
-    const wire::Record& c = records_[(index + k) & mask_];
+    const wire::Record& c = lane.records[(index + k) & lane.mask];
     if (c.seq.load(std::memory_order_acquire) != wire::continuationStamp(index + k)) {
       if (!final) return 0;
       return k;  // the head and the published part are dropped; the rest skips as unpublished
@@ -231,41 +261,109 @@ size_t RingReader::decodeAt(uint64_t index, RecordSink& sink, bool final) {
   return 1 + conts;
 }
 
-size_t RingReader::drain(RecordSink& sink, size_t max) {
-  if (tsc_) clock_ = TscClock::instance().refresh();  // after every record published so far was written
-  uint64_t tail = header_->tail.load(std::memory_order_relaxed);
-  uint64_t start = tail;
-  uint64_t published = tail;
-  while (tail - start < max) {
-    // A live set of millions of blocks misses the cache on every lookup: name the address of the
-    // record kPrefetchAhead slots on, so its miss overlaps with the work on this one.
-    const wire::Record& ahead = records_[(tail + kPrefetchAhead) & mask_];
-    if (ahead.seq.load(std::memory_order_acquire) == wire::headStamp(tail + kPrefetchAhead)) sink.prefetch(ahead);
-    size_t used = decodeAt(tail, sink, false);
-    if (used == 0) break;
-    tail += used;
-    if (tail - published >= kTailBatch) {
-      header_->tail.store(tail, std::memory_order_release);
-      published = tail;
-    }
-  }
-  if (tail != published) header_->tail.store(tail, std::memory_order_release);
-  return static_cast<size_t>(tail - start);
+void RingReader::handBack(Lane& lane) {
+  if (lane.tail == lane.published) return;
+  lane.header->tail.store(lane.tail, std::memory_order_release);
+  lane.published = lane.tail;
 }
 
-size_t RingReader::drainFinal(RecordSink& sink) {
-  if (tsc_) clock_ = TscClock::instance().refresh();
-  uint64_t tail = header_->tail.load(std::memory_order_relaxed);
-  uint64_t start = tail;
-  uint64_t head = header_->head.load(std::memory_order_acquire);
-  // Writers that died waiting for room reserved past tail + capacity and never wrote there.
-  while (tail < head) {
-    size_t used = decodeAt(tail, sink, true);
-    tail += used;
+namespace {
+
+// The reader's side of the bound (wire.h): its clock, read before it loads any head.
+uint64_t readerNow(bool tsc) {
+  if (tsc) {
+    __builtin_ia32_lfence();
+    uint64_t t = __builtin_ia32_rdtsc();
+    __builtin_ia32_lfence();
+    return t;
   }
-  header_->tail.store(tail, std::memory_order_release);
-  return static_cast<size_t>(tail - start);
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+}  // namespace
+
+// One round: the lanes merged by stamp (wire.h). A lane takes part with the record at its tail
+// (`key`, its stamp) while that record lies below the head loaded this round; a reserved record
+// not published yet lowers the bound to its stamp and keeps its lane out of the round. The lane
+// with the smallest key delivers records until one of them reaches another lane's key or the
+// bound. `final` (the writers are gone) has no bound and skips what was never published.
+size_t RingReader::merge(RecordSink& sink, size_t max, bool final) {
+  if (tsc_) clock_ = TscClock::instance().refresh();  // after every record published so far was written
+  uint64_t bound = final ? UINT64_MAX : readerNow(tsc_);
+  uint32_t used = header_->lanesUsed.load(std::memory_order_acquire);
+  if (used > laneCount_ || used == 0) used = laneCount_;
+  // Positions the lane at its next published record; false when it has none in this round.
+  auto admit = [&](Lane& lane) {
+    while (lane.tail < lane.limit) {
+      const wire::Record& r = lane.records[lane.tail & lane.mask];
+      uint32_t stamp = r.seq.load(std::memory_order_acquire);
+      if (stamp == wire::headStamp(lane.tail)) {
+        lane.key = r.ts;
+        return true;
+      }
+      if (final || stamp == wire::continuationStamp(lane.tail)) {
+        ++lane.tail;  // never to be published, or an orphan continuation
+        continue;
+      }
+      // Reserved, not published: its stamp was written before the head we loaded.
+      uint64_t ts = __atomic_load_n(&r.ts, __ATOMIC_RELAXED);
+      if (ts < bound) bound = ts;
+      return false;
+    }
+    return false;
+  };
+  uint32_t active = 0;
+  for (uint32_t l = 0; l < used; ++l) {
+    Lane& lane = lanes_[l];
+    uint64_t head = lane.header->head.load(std::memory_order_acquire);
+    // The writer never has more than a lane's capacity reserved; a larger span is not trusted.
+    lane.limit = head;
+    if (head < lane.tail) lane.limit = lane.tail;
+    else if (head - lane.tail > lane.capacity) lane.limit = lane.tail + lane.capacity;
+    if (admit(lane)) active_[active++] = l;
+  }
+  size_t consumed = 0;
+  while (active > 0 && consumed < max) {
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < active; ++k)
+      if (lanes_[active_[k]].key < lanes_[active_[best]].key) best = k;
+    Lane& lane = lanes_[active_[best]];
+    if (!final && lane.key >= bound) break;
+    uint64_t until = final ? UINT64_MAX : bound;
+    for (uint32_t k = 0; k < active; ++k)
+      if (k != best && lanes_[active_[k]].key < until) until = lanes_[active_[k]].key;
+    bool keep = true;
+    while (consumed < max) {
+      // A live set of millions of blocks misses the cache on every lookup: name the address of
+      // the record kPrefetchAhead slots on, so its miss overlaps with the work on this one.
+      uint64_t ahead = lane.tail + kPrefetchAhead;
+      if (ahead < lane.limit && published(lane, ahead)) sink.prefetch(lane.records[ahead & lane.mask]);
+      size_t slots = decodeAt(lane, lane.tail, sink, final);
+      if (slots == 0) {  // published head, continuation still being written
+        if (lane.key < bound) bound = lane.key;
+        keep = false;
+        break;
+      }
+      lane.tail += slots;
+      consumed += slots;
+      if (lane.tail - lane.published >= kTailBatch) handBack(lane);
+      if (!admit(lane)) {
+        keep = false;
+        break;
+      }
+      if (lane.key >= until && !(final && until == UINT64_MAX)) break;
+    }
+    if (!keep) active_[best] = active_[--active];
+  }
+  for (uint32_t l = 0; l < used; ++l) handBack(lanes_[l]);
+  return consumed;
+}
+
+size_t RingReader::drain(RecordSink& sink, size_t max) { return merge(sink, max, false); }
+
+size_t RingReader::drainFinal(RecordSink& sink) { return merge(sink, SIZE_MAX, true); }
 
 void RingReader::heartbeat(uint64_t now_ns) {
   header_->heartbeat_ns.store(now_ns, std::memory_order_release);
@@ -278,9 +376,15 @@ bool RingReader::detached() const { return header_->detached.load(std::memory_or
 uint32_t RingReader::lost() const { return header_->lost.load(std::memory_order_relaxed); }
 
 uint64_t RingReader::pending() const {
-  uint64_t head = header_->head.load(std::memory_order_acquire);
-  uint64_t tail = header_->tail.load(std::memory_order_acquire);
-  return head > tail ? head - tail : 0;
+  uint64_t total = 0;
+  uint32_t used = header_->lanesUsed.load(std::memory_order_acquire);
+  if (used > laneCount_ || used == 0) used = laneCount_;
+  for (uint32_t l = 0; l < used; ++l) {
+    uint64_t head = lanes_[l].header->head.load(std::memory_order_acquire);
+    uint64_t tail = lanes_[l].header->tail.load(std::memory_order_acquire);
+    if (head > tail) total += head - tail;
+  }
+  return total;
 }
 
 }  // namespace memledger::recorder

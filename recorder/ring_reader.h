@@ -68,32 +68,46 @@ class RingReader {
   static std::unique_ptr<RingReader> map(Registration reg, std::string* error);
   ~RingReader();
 
-  // Delivers up to `max` published records in order; returns how many slots were consumed.
-  // Stops at the first slot not yet published.
+  // Delivers up to `max` published records, the lanes merged in stamp order below this round's
+  // bound (wire.h); returns how many slots were consumed.
   size_t drain(RecordSink& sink, size_t max);
-  // The writer is gone (its process died or exec'd): deliver everything published, skipping
-  // slots that were reserved but never published (a thread killed mid-write).
+  // The writer is gone (its process died or exec'd): deliver everything published, merged,
+  // skipping slots that were reserved but never published (a thread killed mid-write).
   size_t drainFinal(RecordSink& sink);
 
   void heartbeat(uint64_t now_ns);  // tells writers the recorder is alive
   uint64_t waitNs() const;          // total time writers waited for ring space
   bool detached() const;
   uint32_t lost() const;
-  uint64_t pending() const;         // reserved but not yet consumed
+  uint64_t pending() const;         // reserved but not yet consumed, all lanes
   const wire::Hello& hello() const { return hello_; }
 
  private:
+  struct Lane {
+    wire::LaneHeader* header = nullptr;
+    wire::Record* records = nullptr;
+    uint32_t capacity = 0;
+    uint32_t mask = 0;
+    uint64_t tail = 0;       // next slot to read (the shared tail lags by up to a batch)
+    uint64_t published = 0;  // the tail as last stored for the writers
+    uint64_t limit = 0;      // this round: the head as loaded (slots below are reserved)
+    uint64_t key = 0;        // this round: the stamp of the record at tail (published)
+  };
   RingReader() = default;
+  size_t merge(RecordSink& sink, size_t max, bool final);
+  size_t decodeAt(Lane& lane, uint64_t index, RecordSink& sink, bool final);
+  bool published(const Lane& lane, uint64_t index) const;
+  void handBack(Lane& lane);
   wire::Hello hello_{};
   void* base_ = nullptr;
   size_t bytes_ = 0;
   wire::RingHeader* header_ = nullptr;
-  wire::Record* records_ = nullptr;
-  uint32_t mask_ = 0;
+  std::unique_ptr<Lane[]> lanes_;
+  uint32_t laneCount_ = 0;
   bool tsc_ = false;  // records carry TSC stamps (wire.h RingClock)
   TscClock::Line clock_{};  // the TSC mapping for the batch being drained
   std::unique_ptr<uint64_t[]> scratch_;  // assembled frames / text of the record being decoded
-  size_t decodeAt(uint64_t index, RecordSink& sink, bool final);
+  std::unique_ptr<uint32_t[]> active_;   // this round: lanes with a published record below the bound
 };
 
 }  // namespace memledger::recorder

@@ -157,6 +157,69 @@ int threadsScenario() {
   return 0;
 }
 
+// Blocks allocated on one thread and freed on another, all the time: three producers hand
+// blocks to three consumers through a small queue (consumers allocate and free too). Freed
+// blocks go back to the arena of the thread that made them, so addresses are handed out again
+// across threads: the lanes' merge must keep every free before the allocation that reuses its
+// address, and every allocation before the free on another thread (wire.h).
+struct Handoff {
+  static constexpr int kDepth = 64;
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+  void* items[kDepth];
+  int head = 0, count = 0, producersLeft = 3;
+};
+Handoff g_handoff;
+constexpr int kHandoffBlocks = 60000;  // per producer
+
+void* producerBody(void* arg) {
+  size_t base = reinterpret_cast<size_t>(arg);
+  Handoff& q = g_handoff;
+  for (int i = 0; i < kHandoffBlocks; ++i) {
+    void* p = malloc(base + static_cast<size_t>(i % 7) * 16);
+    static_cast<char*>(p)[0] = 1;
+    pthread_mutex_lock(&q.mu);
+    while (q.count == Handoff::kDepth) pthread_cond_wait(&q.changed, &q.mu);
+    q.items[(q.head + q.count++) % Handoff::kDepth] = p;
+    pthread_cond_broadcast(&q.changed);
+    pthread_mutex_unlock(&q.mu);
+  }
+  pthread_mutex_lock(&q.mu);
+  --q.producersLeft;
+  pthread_cond_broadcast(&q.changed);
+  pthread_mutex_unlock(&q.mu);
+  return nullptr;
+}
+
+void* consumerBody(void*) {
+  Handoff& q = g_handoff;
+  for (;;) {
+    pthread_mutex_lock(&q.mu);
+    while (q.count == 0 && q.producersLeft > 0) pthread_cond_wait(&q.changed, &q.mu);
+    if (q.count == 0) {
+      pthread_mutex_unlock(&q.mu);
+      return nullptr;
+    }
+    void* p = q.items[q.head];
+    q.head = (q.head + 1) % Handoff::kDepth;
+    --q.count;
+    pthread_cond_broadcast(&q.changed);
+    pthread_mutex_unlock(&q.mu);
+    free(p);
+    void* own = malloc(48);
+    g_sink = own;
+    free(own);
+  }
+}
+
+int handoffScenario() {
+  pthread_t t[6];
+  for (size_t i = 0; i < 3; ++i) pthread_create(&t[i], nullptr, producerBody, reinterpret_cast<void*>(32 + 8 * i));
+  for (size_t i = 3; i < 6; ++i) pthread_create(&t[i], nullptr, consumerBody, nullptr);
+  for (pthread_t& th : t) pthread_join(th, nullptr);
+  return 0;
+}
+
 // Four call sites, so the per-thread stack cache is exercised as in PLATFORM.md's baseline.
 __attribute__((noinline)) void* site(int which, size_t n) {
   switch (which) {
@@ -249,6 +312,7 @@ int runScenario(const std::string& name) {
   if (name == "segv") return segvScenario();
   if (name == "cxx") return cxxScenario();
   if (name == "threads") return threadsScenario();
+  if (name == "handoff") return handoffScenario();
   if (name.rfind("bench:", 0) == 0) return benchScenario(std::atol(name.c_str() + 6));
   return 100;
 }

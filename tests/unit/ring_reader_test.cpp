@@ -1,6 +1,7 @@
 // RingReader and ControlSocket against rings and Hello messages written by hand, exactly as
 // wire.h describes them: in-order decoding, continuation assembly, the stall on an unpublished
-// slot, wrap-around, what drainFinal skips, and what the control socket refuses.
+// slot, wrap-around, what drainFinal skips, the merge of lanes by stamp and the bound a reserved
+// record sets, and what the control socket refuses.
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -16,11 +17,14 @@ using namespace memledger::ringtest;
 
 namespace {
 
-// A ring made in this process: the test plays the writer.
+// A ring made in this process: the test plays the writers. Every reservation takes the next
+// stamp of the ring's own clock (1001, 1002, ...) unless given one; lane 0 unless told.
 class HandRing {
  public:
-  explicit HandRing(uint32_t capacity, uint32_t magic = wire::kRingMagic, size_t extraBytes = 0) {
-    bytes_ = wire::ringBytes(capacity);
+  explicit HandRing(uint32_t capacity, uint32_t magic = wire::kRingMagic, size_t extraBytes = 0,
+                    uint32_t lanes = 1)
+      : lanes_(lanes) {
+    bytes_ = wire::ringBytes(capacity, capacity, lanes);
     fd_ = memfd_create("handring", MFD_CLOEXEC);
     EXPECT_EQ(ftruncate(fd_, static_cast<off_t>(bytes_ + extraBytes)), 0);
     base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
@@ -28,11 +32,18 @@ class HandRing {
     header()->version = wire::kWireVersion;
     header()->capacity = capacity;
     header()->pid = 4242;
+    header()->lanes = lanes;
+    header()->mainCapacity = capacity;
+    header()->lanesUsed = lanes;
     capacity_ = capacity;
   }
   ~HandRing() { munmap(base_, bytes_); }
   wire::RingHeader* header() { return static_cast<wire::RingHeader*>(base_); }
-  wire::Record& slot(uint64_t i) { return wire::ringRecords(base_)[i & (capacity_ - 1)]; }
+  wire::LaneHeader* lane(uint32_t l = 0) { return wire::laneHeader(base_, l); }
+  wire::Record& slot(uint64_t i, uint32_t l = 0) {
+    return wire::laneRecords(base_, capacity_, capacity_, lanes_, l)[i & (capacity_ - 1)];
+  }
+  void useLane(uint32_t l) { lane_ = l; }  // where the next reservations go
 
   recorder::Registration registration() {
     recorder::Registration reg;
@@ -42,14 +53,19 @@ class HandRing {
     reg.memfd = dup(fd_);
     return reg;
   }
-  uint64_t reserve(uint32_t n) { return header()->head.fetch_add(n); }
+  // As the preload does: the stamp goes into the first slot before the head moves past it.
+  uint64_t reserve(uint32_t n, uint64_t ts = 0) {
+    uint64_t i = lane(lane_)->head.load();
+    slot(i, lane_).ts = ts ? ts : ++clock_;
+    lane(lane_)->head.store(i + n);
+    return i;
+  }
   void head(uint64_t i, wire::RecordType t, uint16_t aux, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
-    wire::Record& r = slot(i);
+    wire::Record& r = slot(i, lane_);
     r.type = t;
     r.kind = wire::AllocKind::Malloc;
     r.aux = aux;
-    r.tid = 7;
-    r.ts = 1000 + i;
+    r.tid = 7 + lane_;
     r.a = a;
     r.b = b;
     r.c = c;
@@ -59,8 +75,8 @@ class HandRing {
     const char* p = static_cast<const char*>(data);
     for (uint64_t i = first; len > 0; ++i) {
       size_t n = std::min(len, wire::kContinuationBytes);
-      std::memcpy(reinterpret_cast<char*>(&slot(i)) + 4, p, n);
-      slot(i).seq.store(wire::continuationStamp(i), std::memory_order_release);
+      std::memcpy(reinterpret_cast<char*>(&slot(i, lane_)) + 4, p, n);
+      slot(i, lane_).seq.store(wire::continuationStamp(i), std::memory_order_release);
       p += n;
       len -= n;
     }
@@ -68,15 +84,15 @@ class HandRing {
   void frameContinuations(uint64_t first, const uint64_t* frames, size_t n) {
     for (uint64_t i = first; n > 0; ++i) {
       size_t k = std::min(n, wire::kFramesPerContinuation);
-      std::memcpy(reinterpret_cast<char*>(&slot(i)) + 4, frames, k * 8);
-      slot(i).seq.store(wire::continuationStamp(i), std::memory_order_release);
+      std::memcpy(reinterpret_cast<char*>(&slot(i, lane_)) + 4, frames, k * 8);
+      slot(i, lane_).seq.store(wire::continuationStamp(i), std::memory_order_release);
       frames += k;
       n -= k;
     }
   }
   // One complete record of each shape the preload writes.
-  uint64_t alloc(uint64_t addr, uint64_t size) {
-    uint64_t i = reserve(1);
+  uint64_t alloc(uint64_t addr, uint64_t size, uint64_t ts = 0) {
+    uint64_t i = reserve(1, ts);
     head(i, wire::RecordType::Alloc, 0, addr, size, 0);
     return i;
   }
@@ -101,6 +117,9 @@ class HandRing {
   void* base_ = nullptr;
   size_t bytes_ = 0;
   uint32_t capacity_ = 0;
+  uint32_t lanes_ = 1;
+  uint32_t lane_ = 0;
+  uint64_t clock_ = 1000;
 };
 
 std::unique_ptr<recorder::RingReader> mapOrFail(HandRing& ring) {
@@ -139,7 +158,7 @@ TEST(RingReader, AssemblesContinuationsInOrder) {
   EXPECT_EQ(img.recs[2].b, 64u);
   EXPECT_EQ(img.recs[3].text, "load");
   EXPECT_EQ(reader->pending(), 0u);
-  EXPECT_EQ(ring.header()->tail.load(), used);
+  EXPECT_EQ(ring.lane()->tail.load(), used);
 }
 
 TEST(RingReader, StopsAtAnUnpublishedSlotUntilItIsPublished) {
@@ -243,6 +262,110 @@ TEST(RingReader, DrainFinalSkipsWhatADeadWriterLeftHalfDone) {
     EXPECT_EQ(img.recs[i].b, i + 1);
   }
   EXPECT_EQ(reader->pending(), 0u);
+}
+
+// ---- lanes (wire.h): merged by stamp, below the bound a reserved record sets
+
+// Addresses of the delivered Allocs, in delivery order.
+std::vector<uint64_t> allocOrder(const Image& img) {
+  std::vector<uint64_t> out;
+  for (const Rec& r : img.recs)
+    if (r.type == RecordType::Alloc) out.push_back(r.a);
+  return out;
+}
+
+TEST(RingReader, MergesLanesInStampOrder) {
+  HandRing ring(64, wire::kRingMagic, 0, 4);
+  // Three threads' lanes, stamps interleaved; the address is the stamp.
+  const std::vector<std::pair<uint32_t, uint64_t>> writes = {
+      {1, 10}, {2, 11}, {1, 12}, {3, 13}, {3, 14}, {2, 15}, {1, 16}, {0, 17}, {2, 18}, {1, 19}};
+  for (auto [lane, ts] : writes) {
+    ring.useLane(lane);
+    ring.alloc(ts, 1, ts);
+  }
+  auto reader = mapOrFail(ring);
+  Image img;
+  Collector sink(&img, true);
+  EXPECT_EQ(reader->drain(sink, 1000), writes.size());
+  EXPECT_EQ(allocOrder(img),
+            (std::vector<uint64_t>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}));
+  EXPECT_EQ(reader->pending(), 0u);
+  for (uint32_t l = 0; l < 4; ++l) EXPECT_EQ(ring.lane(l)->tail.load(), ring.lane(l)->head.load());
+}
+
+// A free reserved (stamped) on one lane and not published yet: another lane's allocation
+// stamped after it may be the same address reused, so it must wait; one stamped before it not.
+TEST(RingReader, AReservedRecordHoldsBackLaterStampsOnOtherLanes) {
+  HandRing ring(64, wire::kRingMagic, 0, 4);
+  ring.useLane(1);
+  ring.alloc(0x1000, 1, 10);
+  uint64_t freeSlot = ring.reserve(1, 20);  // between reserve and publish: the real free runs
+  ring.useLane(2);
+  ring.alloc(0x2000, 2, 15);
+  ring.alloc(0x1000, 3, 25);  // the address the free releases, handed out again
+  auto reader = mapOrFail(ring);
+  Image img;
+  Collector sink(&img, true);
+  EXPECT_EQ(reader->drain(sink, 1000), 2u);
+  EXPECT_EQ(allocOrder(img), (std::vector<uint64_t>{0x1000, 0x2000}));
+  EXPECT_EQ(reader->drain(sink, 1000), 0u) << "stamp 25 is above the reserved free's 20";
+  ring.useLane(1);
+  ring.head(freeSlot, RecordType::Free, 0, 0x1000);
+  EXPECT_EQ(reader->drain(sink, 1000), 2u);
+  ASSERT_EQ(img.recs.size(), 4u);
+  EXPECT_EQ(img.recs[2].type, RecordType::Free);
+  EXPECT_EQ(img.recs[3].type, RecordType::Alloc);
+  EXPECT_EQ(img.recs[3].b, 3u);
+}
+
+// Records stamped after the reader's clock read of a round wait for a later round; the lanes
+// a round sees are those counted in lanesUsed.
+TEST(RingReader, TakesOnlyWhatWasStampedBeforeTheRoundBegan) {
+  HandRing ring(64, wire::kRingMagic, 0, 4);
+  ring.header()->lanesUsed = 2;
+  ring.useLane(1);
+  ring.alloc(0x1000, 1, 10);
+  ring.alloc(0x2000, 2, UINT64_MAX - 1);  // a stamp no clock read reaches
+  ring.useLane(3);
+  ring.alloc(0x3000, 3, 5);  // on a lane the ring does not count yet
+  auto reader = mapOrFail(ring);
+  Image img;
+  Collector sink(&img, true);
+  EXPECT_EQ(reader->drain(sink, 1000), 1u);
+  EXPECT_EQ(reader->drain(sink, 1000), 0u);
+  ring.header()->lanesUsed = 4;
+  EXPECT_EQ(reader->drain(sink, 1000), 1u);
+  reader->drainFinal(sink);  // the writers are gone: no bound
+  EXPECT_EQ(allocOrder(img), (std::vector<uint64_t>{0x1000, 0x3000, 0x2000}));
+}
+
+TEST(RingReader, DrainFinalMergesLanesAndSkipsWhatWasNeverPublished) {
+  HandRing ring(64, wire::kRingMagic, 0, 2);
+  ring.useLane(1);
+  ring.alloc(0x1, 1, 1);
+  ring.reserve(1, 2);  // its thread died between reserve and publish
+  ring.alloc(0x4, 1, 4);
+  ring.useLane(0);
+  ring.alloc(0x3, 1, 3);
+  ring.reserve(2, 5);  // a lane-0 writer died too, after another thread reserved behind it
+  ring.alloc(0x6, 1, 6);
+  auto reader = mapOrFail(ring);
+  Image img;
+  Collector sink(&img, true);
+  EXPECT_EQ(reader->drain(sink, 1000), 1u) << "only stamp 1 lies below the reserved stamp 2";
+  reader->drainFinal(sink);
+  EXPECT_EQ(allocOrder(img), (std::vector<uint64_t>{0x1, 0x3, 0x4, 0x6}));
+  EXPECT_EQ(reader->pending(), 0u);
+}
+
+TEST(RingReader, RejectsABadLaneCount) {
+  for (uint32_t lanes : {0u, 3u, wire::kMaxRingLanes * 2}) {
+    HandRing ring(64, wire::kRingMagic, 0, 1);
+    ring.header()->lanes = lanes;
+    std::string err;
+    EXPECT_EQ(recorder::RingReader::map(ring.registration(), &err), nullptr) << lanes;
+    EXPECT_NE(err.find("lane"), std::string::npos) << err;
+  }
 }
 
 TEST(RingReader, ReportsWriterCounters) {

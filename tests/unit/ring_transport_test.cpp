@@ -280,6 +280,42 @@ TEST_F(RingTransport, ThreadsPairExactlyInRingOrder) {
   EXPECT_FALSE(img.detached);
 }
 
+// Blocks cross threads and their addresses come back on other threads (ring_child_scenarios'
+// handoff): every free is of a live block, no address is allocated twice while live, and
+// everything the program freed is gone in the end. With private lanes for all threads, with
+// one private lane and the rest sharing lane 0, and with lane 0 alone; small lanes, so writers
+// wait and wrap.
+TEST_F(RingTransport, BlocksFreedOnOtherThreadsPairExactlyAcrossLanes) {
+  for (const char* lanes : {"16", "2", "1"}) {
+    SCOPED_TRACE(std::string("MEMLEDGER_RING_LANES=") + lanes);
+    RunOptions opt;
+    opt.env.push_back("MEMLEDGER_RING_SLOTS=4096");
+    opt.env.push_back(std::string("MEMLEDGER_RING_LANES=") + lanes);
+    RunResult r = runChild("handoff", opt);
+    ASSERT_TRUE(WIFEXITED(r.status));
+    ASSERT_EQ(WEXITSTATUS(r.status), 0);
+    ASSERT_EQ(r.images.size(), 1u);
+    const Image& img = r.images[0];
+    std::unordered_map<uint64_t, uint64_t> live;
+    int doubleAllocs = 0, unknownFrees = 0, handedOff = 0;
+    for (const Rec& rec : img.recs) {
+      if (rec.kind != AllocKind::Malloc) continue;
+      if (rec.type == RecordType::Alloc) {
+        doubleAllocs += !live.emplace(rec.a, rec.b).second;
+        handedOff += rec.b >= 32 && rec.b < 32 + 16 + 6 * 16 + 1 && rec.b != 48;
+      } else if (rec.type == RecordType::Free) {
+        unknownFrees += live.erase(rec.a) == 0;
+      }
+    }
+    EXPECT_EQ(doubleAllocs, 0);
+    EXPECT_EQ(unknownFrees, 0);
+    EXPECT_GE(handedOff, 3 * 60000 * 6 / 7);  // sizes 48 excluded: consumers use it too
+    EXPECT_EQ(img.slotsConsumed, img.slotsDelivered);
+    EXPECT_FALSE(img.detached);
+    for (const auto& [addr, size] : live) EXPECT_FALSE(size >= 32 && size <= 144) << size;
+  }
+}
+
 // Handlers that allocate while their thread is inside a hook run untracked (runtime.h): the
 // ring stays intact, and the handler's allocations made outside hooks are recorded.
 TEST_F(RingTransport, AllocatingSignalHandlersDoNotCorruptTheRing) {
