@@ -207,10 +207,6 @@ RingReader::~RingReader() {
   if (base_) ::munmap(base_, bytes_);
 }
 
-bool RingReader::published(const Lane& lane, uint64_t index) const {
-  return lane.records[index & lane.mask].seq.load(std::memory_order_acquire) == wire::headStamp(index);
-}
-
 // Decodes the record whose head is at `index` of `lane`. Returns the slots consumed, 0 when the
 // record is not complete yet (only when !final). With `final`, slots that will never be
 // published (their writer died) are skipped one by one, as are orphan continuations (wire.h,
@@ -340,6 +336,8 @@ size_t RingReader::merge(RecordSink& sink, size_t max, bool final) {
       // the record kPrefetchAhead slots on, so its miss overlaps with the work on this one.
       uint64_t ahead = lane.tail + kPrefetchAhead;
       if (ahead < lane.limit && published(lane, ahead)) sink.prefetch(lane.records[ahead & lane.mask]);
+      // ... and the slots further on, still in the writer's cache: their lines travel meanwhile.
+      __builtin_prefetch(&lane.records[(ahead + kPrefetchAhead) & lane.mask]);
       size_t slots = decodeAt(lane, lane.tail, sink, final);
       if (slots == 0) {  // published head, continuation still being written
         if (lane.key < bound) bound = lane.key;

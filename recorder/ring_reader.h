@@ -96,7 +96,10 @@ class RingReader {
   RingReader() = default;
   size_t merge(RecordSink& sink, size_t max, bool final);
   size_t decodeAt(Lane& lane, uint64_t index, RecordSink& sink, bool final);
-  bool published(const Lane& lane, uint64_t index) const;
+  static bool published(const Lane& lane, uint64_t index) {
+    return lane.records[index & lane.mask].seq.load(std::memory_order_acquire) ==
+           wire::headStamp(index);
+  }
   void handBack(Lane& lane);
   wire::Hello hello_{};
   void* base_ = nullptr;
