@@ -25,6 +25,7 @@ constexpr int kHelloTimeoutMs = 2000;
 // How often drain() hands consumed slots back to the writers (one shared store per batch).
 constexpr uint64_t kTailBatch = 256;
 constexpr uint64_t kPrefetchAhead = 16;  // slots: ~8 records of a malloc/free storm
+constexpr size_t kBurstRound = 4096;     // slots: a round at least this large is followed by another
 // The largest payload one record can carry: 65535 text bytes (aux is 16 bits).
 constexpr size_t kScratchWords = (65535 + sizeof(uint64_t) - 1) / sizeof(uint64_t) + 8;
 
@@ -359,7 +360,19 @@ size_t RingReader::merge(RecordSink& sink, size_t max, bool final) {
   return consumed;
 }
 
-size_t RingReader::drain(RecordSink& sink, size_t max) { return merge(sink, max, false); }
+// A round takes only what was reserved when it began. After a large one the writers are in a
+// burst and have reserved more meanwhile: another round follows, or the recorder would sit out
+// its poll timeout while the lanes fill. Smaller rounds end the drain, so the reader does not
+// chase the writers slot by slot (their lines would bounce between the cores).
+size_t RingReader::drain(RecordSink& sink, size_t max) {
+  size_t total = 0;
+  while (total < max) {
+    size_t n = merge(sink, max - total, false);
+    total += n;
+    if (n < kBurstRound) break;
+  }
+  return total;
+}
 
 size_t RingReader::drainFinal(RecordSink& sink) { return merge(sink, SIZE_MAX, true); }
 

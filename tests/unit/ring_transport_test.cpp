@@ -283,14 +283,17 @@ TEST_F(RingTransport, ThreadsPairExactlyInRingOrder) {
 // Blocks cross threads and their addresses come back on other threads (ring_child_scenarios'
 // handoff): every free is of a live block, no address is allocated twice while live, and
 // everything the program freed is gone in the end. With private lanes for all threads, with
-// one private lane and the rest sharing lane 0, and with lane 0 alone; small lanes, so writers
-// wait and wrap.
+// one private lane and the rest sharing lane 0, with lane 0 alone, and stamped with
+// clock_gettime instead of the TSC; small lanes, so writers wait and wrap.
 TEST_F(RingTransport, BlocksFreedOnOtherThreadsPairExactlyAcrossLanes) {
-  for (const char* lanes : {"16", "2", "1"}) {
-    SCOPED_TRACE(std::string("MEMLEDGER_RING_LANES=") + lanes);
+  const std::pair<const char*, const char*> configs[] = {
+      {"16", "tsc"}, {"2", "tsc"}, {"1", "tsc"}, {"16", "monotonic"}};
+  for (auto [lanes, clock] : configs) {
+    SCOPED_TRACE(std::string("MEMLEDGER_RING_LANES=") + lanes + " MEMLEDGER_CLOCK=" + clock);
     RunOptions opt;
     opt.env.push_back("MEMLEDGER_RING_SLOTS=4096");
     opt.env.push_back(std::string("MEMLEDGER_RING_LANES=") + lanes);
+    opt.env.push_back(std::string("MEMLEDGER_CLOCK=") + clock);
     RunResult r = runChild("handoff", opt);
     ASSERT_TRUE(WIFEXITED(r.status));
     ASSERT_EQ(WEXITSTATUS(r.status), 0);
