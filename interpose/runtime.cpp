@@ -131,6 +131,16 @@ bool tscIsTheClock() {
   return n >= 3 && memcmp(source, "tsc", 3) == 0 && (n == 3 || source[3] == '\n');
 }
 
+// A power of two in [lo, hi] from the environment into *out; false (and *out kept) otherwise.
+bool envPowerOfTwo(const char* name, uint32_t lo, uint32_t hi, uint32_t* out) {
+  const char* text = getenv(name);
+  if (!text) return false;
+  unsigned long v = strtoul(text, nullptr, 10);
+  if (v < lo || v > hi || (v & (v - 1)) != 0) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
 void readSettings() {
   const char* dir = getenv(wire::kEnvDir);
   if (!dir || !*dir) return;
@@ -146,14 +156,8 @@ void readSettings() {
   unwind::init();
   const char* nf = getenv(wire::kEnvNoFollow);
   g_noFollow = nf && strcmp(nf, "1") == 0;
-  if (const char* slots = getenv(wire::kEnvRingSlots)) {
-    unsigned long v = strtoul(slots, nullptr, 10);
-    if (v >= 64 && v <= (1ul << 26) && (v & (v - 1)) == 0) g_capacity = g_mainCapacity = static_cast<uint32_t>(v);
-  }
-  if (const char* lanes = getenv(wire::kEnvRingLanes)) {
-    unsigned long v = strtoul(lanes, nullptr, 10);
-    if (v >= 1 && v <= wire::kMaxRingLanes && (v & (v - 1)) == 0) g_lanes = static_cast<uint32_t>(v);
-  }
+  if (envPowerOfTwo(wire::kEnvRingSlots, 64, 1u << 26, &g_capacity)) g_mainCapacity = g_capacity;
+  envPowerOfTwo(wire::kEnvRingLanes, 1, wire::kMaxRingLanes, &g_lanes);
   ssize_t n = syscall(SYS_readlink, "/proc/self/exe", g_exePath, sizeof(g_exePath) - 1);
   g_exePath[n > 0 ? n : 0] = '\0';
   g_clockTsc = tscIsTheClock();

@@ -264,6 +264,12 @@ void RingReader::handBack(Lane& lane) {
   lane.published = lane.tail;
 }
 
+// The lanes a round looks at: those the writers counted, never more than the ring has.
+uint32_t RingReader::lanesUsed() const {
+  uint32_t used = header_->lanesUsed.load(std::memory_order_acquire);
+  return used == 0 || used > laneCount_ ? laneCount_ : used;
+}
+
 namespace {
 
 // The reader's side of the bound (wire.h): its clock, read before it loads any head.
@@ -289,8 +295,7 @@ uint64_t readerNow(bool tsc) {
 size_t RingReader::merge(RecordSink& sink, size_t max, bool final) {
   if (tsc_) clock_ = TscClock::instance().refresh();  // after every record published so far was written
   uint64_t bound = final ? UINT64_MAX : readerNow(tsc_);
-  uint32_t used = header_->lanesUsed.load(std::memory_order_acquire);
-  if (used > laneCount_ || used == 0) used = laneCount_;
+  const uint32_t used = lanesUsed();
   // Positions the lane at its next published record; false when it has none in this round.
   auto admit = [&](Lane& lane) {
     while (lane.tail < lane.limit) {
@@ -352,7 +357,7 @@ size_t RingReader::merge(RecordSink& sink, size_t max, bool final) {
         keep = false;
         break;
       }
-      if (lane.key >= until && !(final && until == UINT64_MAX)) break;
+      if (lane.key >= until) break;  // another lane's turn (the outer loop picks the smallest)
     }
     if (!keep) active_[best] = active_[--active];
   }
@@ -388,9 +393,7 @@ uint32_t RingReader::lost() const { return header_->lost.load(std::memory_order_
 
 uint64_t RingReader::pending() const {
   uint64_t total = 0;
-  uint32_t used = header_->lanesUsed.load(std::memory_order_acquire);
-  if (used > laneCount_ || used == 0) used = laneCount_;
-  for (uint32_t l = 0; l < used; ++l) {
+  for (uint32_t l = 0, used = lanesUsed(); l < used; ++l) {
     uint64_t head = lanes_[l].header->head.load(std::memory_order_acquire);
     uint64_t tail = lanes_[l].header->tail.load(std::memory_order_acquire);
     if (head > tail) total += head - tail;

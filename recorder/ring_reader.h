@@ -101,6 +101,7 @@ class RingReader {
            wire::headStamp(index);
   }
   void handBack(Lane& lane);
+  uint32_t lanesUsed() const;
   wire::Hello hello_{};
   void* base_ = nullptr;
   size_t bytes_ = 0;
