@@ -167,7 +167,7 @@ void DbWriter::step(sqlite3_stmt* st) {
 void DbWriter::maybeCommit(uint64_t now_ns) {
   // Packed rows still being filled count too: a program that only ticks (a timeline bucket per
   // interval, nothing else written) must still have its curve committed every interval.
-  bool pending = inTx_ || nodesCount_ || bucketsCount_ || siteCount_;
+  bool pending = inTx_ || nodes_.count || buckets_.count || siteBuckets_.count;
   if (pending && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
     commit();
     lastCommitNs_ = now_ns;
@@ -176,8 +176,8 @@ void DbWriter::maybeCommit(uint64_t now_ns) {
 
 void DbWriter::commit() {
   if (stack_) flushStackNodes();
-  if (timeline_) flushTimeline();
-  if (siteTimeline_) flushSiteBuckets();
+  if (timeline_) writePacked(timeline_, 1, buckets_);
+  if (siteTimeline_) writePacked(siteTimeline_, 1, siteBuckets_);
   if (inTx_) {
     inTx_ = false;
     exec("COMMIT");
@@ -254,28 +254,34 @@ using packed::putVarint;
 
 void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent) {
   if (!stack_) return;
-  if (nodesCount_ && (image != nodesImage_ || id != nodesFirst_ + static_cast<int64_t>(nodesCount_) ||
-                      nodesCount_ == kNodesPerRow))
+  if (nodes_.count && (image != nodes_.image || id != nodesFirst_ + static_cast<int64_t>(nodes_.count) ||
+                      nodes_.count == kNodesPerRow))
     flushStackNodes();
-  if (!nodesCount_) {
+  if (!nodes_.count) {
     nodesFirst_ = id;
-    nodesImage_ = image;
+    nodes_.image = image;
   }
-  putVarint(nodes_, parent > 0 && parent < id ? static_cast<uint64_t>(id - parent) : 0);
-  putVarint(nodes_, n);
-  for (size_t i = 0; i < n; ++i) putVarint(nodes_, ipIds[i]);
-  ++nodesCount_;
+  putVarint(nodes_.bytes, parent > 0 && parent < id ? static_cast<uint64_t>(id - parent) : 0);
+  putVarint(nodes_.bytes, n);
+  for (size_t i = 0; i < n; ++i) putVarint(nodes_.bytes, ipIds[i]);
+  ++nodes_.count;
+}
+
+void DbWriter::writePacked(sqlite3_stmt* st, int imageColumn, PackedRow& row) {
+  if (!row.count) return;
+  row.count = 0;  // first: step() may commit, and a commit flushes this row
+  sqlite3_bind_int64(st, imageColumn, row.image);
+  // SQLITE_STATIC: the blob is only read by the step() below.
+  sqlite3_bind_blob(st, imageColumn + 1, row.bytes.data(), static_cast<int>(row.bytes.size()),
+                    SQLITE_STATIC);
+  step(st);
+  row.bytes.clear();
 }
 
 void DbWriter::flushStackNodes() {
-  if (!nodesCount_) return;
-  nodesCount_ = 0;  // first: step() commits a full batch, and a commit flushes this row
+  if (!nodes_.count) return;
   sqlite3_bind_int64(stack_, 1, nodesFirst_);
-  sqlite3_bind_int64(stack_, 2, nodesImage_);
-  // SQLITE_STATIC: the blob is only read by the step() below.
-  sqlite3_bind_blob(stack_, 3, nodes_.data(), static_cast<int>(nodes_.size()), SQLITE_STATIC);
-  step(stack_);
-  nodes_.clear();
+  writePacked(stack_, 2, nodes_);
 }
 
 void DbWriter::insertSite(const SiteRow& r) {
@@ -314,42 +320,34 @@ using packed::putSigned;
 
 void DbWriter::insertTimeline(const TimelineRow& r) {
   if (!timeline_) return;
-  if (bucketsCount_ && (r.image_id != bucketsImage_ || bucketsCount_ == kBucketsPerRow)) flushTimeline();
-  if (!bucketsCount_) {
-    bucketsImage_ = r.image_id;
+  if (buckets_.count && (r.image_id != buckets_.image || buckets_.count == kBucketsPerRow))
+    writePacked(timeline_, 1, buckets_);
+  if (!buckets_.count) {
+    buckets_.image = r.image_id;
     prevBucket_ = TimelineRow{};
     prevRss_ = prevAnon_ = 0;
   }
   // Unsigned wrap-around: deltas of any two int64 values fit their zigzag form.
   auto delta = [](uint64_t a, uint64_t b) { return static_cast<int64_t>(a - b); };
-  putSigned(buckets_, delta(r.t_ns, prevBucket_.t_ns));
-  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(prevBucket_.heap_bytes)));
-  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_max), static_cast<uint64_t>(r.heap_bytes)));
-  putSigned(buckets_, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(r.heap_min)));
-  putSigned(buckets_, delta(static_cast<uint64_t>(r.mmap_bytes), static_cast<uint64_t>(prevBucket_.mmap_bytes)));
-  putVarint(buckets_, (r.rss_bytes ? 1 : 0) | (r.anon_bytes ? 2 : 0));
+  putSigned(buckets_.bytes, delta(r.t_ns, prevBucket_.t_ns));
+  putSigned(buckets_.bytes, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(prevBucket_.heap_bytes)));
+  putSigned(buckets_.bytes, delta(static_cast<uint64_t>(r.heap_max), static_cast<uint64_t>(r.heap_bytes)));
+  putSigned(buckets_.bytes, delta(static_cast<uint64_t>(r.heap_bytes), static_cast<uint64_t>(r.heap_min)));
+  putSigned(buckets_.bytes, delta(static_cast<uint64_t>(r.mmap_bytes), static_cast<uint64_t>(prevBucket_.mmap_bytes)));
+  putVarint(buckets_.bytes, (r.rss_bytes ? 1 : 0) | (r.anon_bytes ? 2 : 0));
   if (r.rss_bytes) {
-    putSigned(buckets_, delta(*r.rss_bytes, prevRss_));
+    putSigned(buckets_.bytes, delta(*r.rss_bytes, prevRss_));
     prevRss_ = *r.rss_bytes;
   }
   if (r.anon_bytes) {
-    putSigned(buckets_, delta(*r.anon_bytes, prevAnon_));
+    putSigned(buckets_.bytes, delta(*r.anon_bytes, prevAnon_));
     prevAnon_ = *r.anon_bytes;
   }
-  putVarint(buckets_, r.allocs);
-  putVarint(buckets_, r.frees);
-  putVarint(buckets_, r.alloc_bytes);
+  putVarint(buckets_.bytes, r.allocs);
+  putVarint(buckets_.bytes, r.frees);
+  putVarint(buckets_.bytes, r.alloc_bytes);
   prevBucket_ = r;
-  ++bucketsCount_;
-}
-
-void DbWriter::flushTimeline() {
-  if (!bucketsCount_) return;
-  bucketsCount_ = 0;  // first: step() may commit, and a commit flushes this row
-  sqlite3_bind_int64(timeline_, 1, bucketsImage_);
-  sqlite3_bind_blob(timeline_, 2, buckets_.data(), static_cast<int>(buckets_.size()), SQLITE_STATIC);
-  step(timeline_);
-  buckets_.clear();
+  ++buckets_.count;
 }
 
 void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<SiteBucketEntry>& entries) {
@@ -371,25 +369,17 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<Site
     prev = e.stack_id;
   }
   // Then into the image's site_buckets row: t_ns delta, the entries' length, the entries.
-  if (siteCount_ && (image != siteImage_ || siteCount_ == kBucketsPerRow)) flushSiteBuckets();
-  if (!siteCount_) {
-    siteImage_ = image;
+  if (siteBuckets_.count && (image != siteBuckets_.image || siteBuckets_.count == kBucketsPerRow))
+    writePacked(siteTimeline_, 1, siteBuckets_);
+  if (!siteBuckets_.count) {
+    siteBuckets_.image = image;
     siteT_ = 0;
   }
-  putSigned(siteBuckets_, static_cast<int64_t>(t_ns - siteT_));
-  putVarint(siteBuckets_, packed_.size());
-  siteBuckets_.insert(siteBuckets_.end(), packed_.begin(), packed_.end());
+  putSigned(siteBuckets_.bytes, static_cast<int64_t>(t_ns - siteT_));
+  putVarint(siteBuckets_.bytes, packed_.size());
+  siteBuckets_.bytes.insert(siteBuckets_.bytes.end(), packed_.begin(), packed_.end());
   siteT_ = t_ns;
-  ++siteCount_;
-}
-
-void DbWriter::flushSiteBuckets() {
-  if (!siteCount_) return;
-  siteCount_ = 0;  // first: step() may commit, and a commit flushes this row
-  sqlite3_bind_int64(siteTimeline_, 1, siteImage_);
-  sqlite3_bind_blob(siteTimeline_, 2, siteBuckets_.data(), static_cast<int>(siteBuckets_.size()), SQLITE_STATIC);
-  step(siteTimeline_);
-  siteBuckets_.clear();
+  ++siteBuckets_.count;
 }
 
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {

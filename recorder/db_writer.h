@@ -122,30 +122,32 @@ class DbWriter {
   void step(sqlite3_stmt* st);
   void begin();
   void fail(const char* what);
+  // A packed row being filled (stack_nodes, timeline_buckets, site_buckets): its image, how many
+  // entries it holds, their bytes.
+  struct PackedRow {
+    int64_t image = 0;
+    size_t count = 0;
+    std::vector<uint8_t> bytes;
+  };
+  // Binds the row's image at `imageColumn` and its bytes in the next column, writes the row and
+  // empties it; nothing when it holds no entry.
+  void writePacked(sqlite3_stmt* st, int imageColumn, PackedRow& row);
   void flushStackNodes();
-  void flushTimeline();
-  void flushSiteBuckets();
 
   sqlite3* db_ = nullptr;
   std::string error_;
   bool inTx_ = false;
   uint64_t batchRows_ = 0, rows_ = 0, lastCommitNs_ = 0;
-  // The stack_nodes row being filled: first id, image, node count and packed bytes.
-  int64_t nodesFirst_ = 0, nodesImage_ = 0;
-  size_t nodesCount_ = 0;
-  std::vector<uint8_t> nodes_;
-  // The timeline_buckets row being filled (see the schema): its image, entries, packed bytes and
-  // what the next entry is a delta from.
-  int64_t bucketsImage_ = 0;
-  size_t bucketsCount_ = 0;
-  std::vector<uint8_t> buckets_;
+  // The stack_nodes row being filled, and its first id.
+  PackedRow nodes_;
+  int64_t nodesFirst_ = 0;
+  // The timeline_buckets row being filled (see the schema), and what its next entry is a delta from.
+  PackedRow buckets_;
   TimelineRow prevBucket_;
   uint64_t prevRss_ = 0, prevAnon_ = 0;
-  // The site_buckets row being filled: image, bucket count, previous bucket start, bytes.
-  int64_t siteImage_ = 0;
-  size_t siteCount_ = 0;
+  // The site_buckets row being filled, and its previous bucket's start.
+  PackedRow siteBuckets_;
   uint64_t siteT_ = 0;
-  std::vector<uint8_t> siteBuckets_;
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
