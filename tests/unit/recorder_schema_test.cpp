@@ -43,6 +43,14 @@ std::string shapeOf(const std::string& sql) {
   return s;
 }
 
+// A path in the temporary directory, named after the test and this process, with no file there.
+std::string freshDbPath(const std::string& tag) {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("memledger-" + tag + "-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  return path;
+}
+
 }  // namespace
 
 TEST(RecorderSchema, CommentsGoQuotedTextStays) {
@@ -56,8 +64,7 @@ TEST(RecorderSchema, StoredWithoutCommentsAsTheSameTables) {
   ASSERT_NE(tables.find("--"), std::string::npos);
   EXPECT_EQ(shapeOf(withoutComments(tables) + withoutComments(finish)), shapeOf(tables + finish));
 
-  std::string path = (std::filesystem::temp_directory_path() / ("memledger-schema-" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  std::string path = freshDbPath("schema");
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
@@ -85,8 +92,7 @@ TEST(RecorderSchema, StoredWithoutCommentsAsTheSameTables) {
 // when it holds 256 nodes, when the next id is another image's or does not follow, and at every
 // commit (a committed batch names no stack it does not hold).
 TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
-  std::string path = (std::filesystem::temp_directory_path() / ("memledger-nodes-" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  std::string path = freshDbPath("nodes");
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
@@ -118,8 +124,7 @@ TEST(RecorderSchema, StackNodesRowsSplitAtFullImageGapAndCommit) {
 // Per-site activity entries are stored sorted by site with stack id gaps, the first absolute, in
 // site_buckets rows (t_ns delta, length, entries); a second write of one bucket adds up.
 TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
-  std::string path = (std::filesystem::temp_directory_path() / ("memledger-st-" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  std::string path = freshDbPath("st");
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
@@ -156,8 +161,7 @@ TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
 // A batch that fills up (64k rows commit) while a stack_nodes row is being filled: the commit
 // writes that row once (it used to recurse: the row's own insert filled the batch again).
 TEST(RecorderSchema, FullBatchWithPendingStackNodesCommitsOnce) {
-  std::string path = (std::filesystem::temp_directory_path() / ("memledger-batch-" + std::to_string(getpid()) + ".db")).string();
-  std::filesystem::remove(path);
+  std::string path = freshDbPath("batch");
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;

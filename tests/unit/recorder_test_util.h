@@ -34,21 +34,37 @@ inline uint64_t readVarint(const unsigned char*& p, const unsigned char* end) {
   return v;
 }
 
+// Rebuilds a TEMP table from a packed one: `create` makes it (or empties it), and each row of
+// `select` goes to unpack(row, p, end, put) with its blob (column `blobColumn`) as [p, end) and
+// `insert` prepared as put.
+template <typename Unpack>
+void rebuildTemp(sqlite3* db, const char* create, const char* select, int blobColumn,
+                 const char* insert, Unpack unpack) {
+  sqlite3_exec(db, create, nullptr, nullptr, nullptr);
+  sqlite3_stmt* rows = nullptr;
+  sqlite3_stmt* put = nullptr;
+  sqlite3_prepare_v2(db, select, -1, &rows, nullptr);
+  sqlite3_prepare_v2(db, insert, -1, &put, nullptr);
+  while (rows && sqlite3_step(rows) == SQLITE_ROW) {
+    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, blobColumn));
+    unpack(rows, p, p + sqlite3_column_bytes(rows, blobColumn), put);
+  }
+  sqlite3_finalize(rows);
+  sqlite3_finalize(put);
+}
+
 // Schema 3 packs the stack tree's nodes into stack_nodes rows. The tests check the tree one row per
 // node, as version 2 stored it: a TEMP table `stacks` (id, image_id, ips as little-endian u32 ip
 // ids, parent_id or NULL), decoded here from the schema's description, not with the analyzer's
 // reader. Rebuilt before every query (the recording grows between queries).
 inline void unpackStackNodes(sqlite3* db) {
-  sqlite3_exec(db, "CREATE TEMP TABLE IF NOT EXISTS stacks (id INTEGER PRIMARY KEY, image_id INTEGER, "
-                   "ips BLOB, parent_id INTEGER); DELETE FROM temp.stacks;", nullptr, nullptr, nullptr);
-  sqlite3_stmt* rows = nullptr;
-  sqlite3_stmt* put = nullptr;
-  sqlite3_prepare_v2(db, "SELECT first_id, image_id, nodes FROM main.stack_nodes", -1, &rows, nullptr);
-  sqlite3_prepare_v2(db, "INSERT INTO temp.stacks VALUES (?, ?, ?, ?)", -1, &put, nullptr);
-  while (rows && sqlite3_step(rows) == SQLITE_ROW) {
+  rebuildTemp(db,
+              "CREATE TEMP TABLE IF NOT EXISTS stacks (id INTEGER PRIMARY KEY, image_id INTEGER, "
+              "ips BLOB, parent_id INTEGER); DELETE FROM temp.stacks;",
+              "SELECT first_id, image_id, nodes FROM main.stack_nodes", 2,
+              "INSERT INTO temp.stacks VALUES (?, ?, ?, ?)",
+              [](sqlite3_stmt* rows, const unsigned char* p, const unsigned char* end, sqlite3_stmt* put) {
     int64_t id = sqlite3_column_int64(rows, 0);
-    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 2));
-    const unsigned char* end = p + sqlite3_column_bytes(rows, 2);
     auto varint = [&] { return readVarint(p, end); };
     for (; p < end; ++id) {
       uint64_t gap = varint(), n = varint();
@@ -65,24 +81,19 @@ inline void unpackStackNodes(sqlite3* db) {
       EXPECT_EQ(sqlite3_step(put), SQLITE_DONE);
       sqlite3_reset(put);
     }
-  }
-  sqlite3_finalize(rows);
-  sqlite3_finalize(put);
+  });
 }
 
 // Likewise the memory curve: schema 3 packs it into timeline_buckets; the tests read a TEMP table
 // `timeline` with version 2's columns, one row per entry (a later entry of a bucket replaces it).
 inline void unpackTimeline(sqlite3* db) {
-  sqlite3_exec(db, "CREATE TEMP TABLE IF NOT EXISTS timeline (image_id, t_ns, heap_bytes, heap_max, heap_min, "
-                   "mmap_bytes, rss_bytes, anon_bytes, allocs, frees, alloc_bytes, PRIMARY KEY (image_id, t_ns)); "
-                   "DELETE FROM temp.timeline;", nullptr, nullptr, nullptr);
-  sqlite3_stmt* rows = nullptr;
-  sqlite3_stmt* put = nullptr;
-  sqlite3_prepare_v2(db, "SELECT image_id, buckets FROM main.timeline_buckets ORDER BY id", -1, &rows, nullptr);
-  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO temp.timeline VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1, &put, nullptr);
-  while (rows && sqlite3_step(rows) == SQLITE_ROW) {
-    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(rows, 1));
-    const unsigned char* end = p + sqlite3_column_bytes(rows, 1);
+  rebuildTemp(db,
+              "CREATE TEMP TABLE IF NOT EXISTS timeline (image_id, t_ns, heap_bytes, heap_max, heap_min, "
+              "mmap_bytes, rss_bytes, anon_bytes, allocs, frees, alloc_bytes, PRIMARY KEY (image_id, t_ns)); "
+              "DELETE FROM temp.timeline;",
+              "SELECT image_id, buckets FROM main.timeline_buckets ORDER BY id", 1,
+              "INSERT OR REPLACE INTO temp.timeline VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+              [](sqlite3_stmt* rows, const unsigned char* p, const unsigned char* end, sqlite3_stmt* put) {
     auto varint = [&] { return readVarint(p, end); };
     auto zigzag = [&] {
       uint64_t v = varint();
@@ -109,10 +120,9 @@ inline void unpackTimeline(sqlite3* db) {
       EXPECT_EQ(sqlite3_step(put), SQLITE_DONE);
       sqlite3_reset(put);
     }
-  }
-  sqlite3_finalize(rows);
-  sqlite3_finalize(put);
+  });
 }
+
 inline constexpr uint64_t kMs = 1'000'000ull;
 
 inline Decoded alloc(uint64_t t, uint64_t addr, uint64_t size, uint64_t hash, uint32_t tid = 1,
