@@ -48,8 +48,8 @@ class RecordingError : public std::runtime_error {
 };
 
 // The schema version this analyzer reads (PRAGMA user_version); newer files are refused.
-// Version 1 files are read too (see schemas/memledger.sql).
-inline constexpr int kSchemaVersion = 3;
+// Versions 1 to 3 are read too (see schemas/memledger.sql).
+inline constexpr int kSchemaVersion = 4;
 
 struct Frame {
   std::optional<std::string> function;  // demangled; nullopt when unknown ("??" in text)

@@ -228,8 +228,8 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
   {
     // Every table of the schema must be there; a missing one means the file is damaged (or the
     // recorder died before it created them).
-    // Version 3 packs three of version 2's tables (see the schema).
-    static const char* kTables[] = {"processes", "modules", "ips", "frames", "sites", "allocations", "markers"};
+    // Version 3 packs three of version 2's tables, version 4 a fourth (see the schema).
+    static const char* kTables[] = {"processes", "modules", "ips", "frames", "allocations", "markers"};
     static const char* kTablesV2[] = {"stacks", "timeline", "site_timeline"};
     static const char* kTablesV3[] = {"stack_nodes", "timeline_buckets", "site_buckets"};
     detail::Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
@@ -239,6 +239,8 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
       if (!q.step() || q.i64(0) == 0) throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
     };
     for (const char* t : kTables) require(t);
+    // Version 4 packs the sites; `sites` is then a virtual table over them.
+    require(info.schema_version >= 4 ? "site_totals" : "sites");
     for (const char* t : info.schema_version >= 3 ? kTablesV3 : kTablesV2)
       if (info.schema_version >= 2 || std::strcmp(t, "site_timeline") != 0) require(t);
   }
@@ -259,6 +261,8 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
       else if (key == "peak_image" && !value.empty()) info.peak_image = toInt(value, -1);
     }
   }
+  if (info.schema_version >= 4 && !detail::registerSitesTable(rec.impl_->db))
+    throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
   // Version 1 had no allocation_rows: a threshold of 0 meant every block had a row.
   if (info.schema_version < 2) info.allocation_rows = info.fold_threshold_ns == 0 ? "all" : "long_lived";
   {

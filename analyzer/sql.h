@@ -26,6 +26,10 @@ inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
   return ids;
 }
 
+// Version 4 files: makes `sites` (the relation versions 1-3 stored as a table) an eponymous
+// virtual table over the packed `site_totals` on this connection (analyzer/site_totals.cpp).
+bool registerSitesTable(sqlite3* db);
+
 // One entry of site_timeline.sites (schemas/memledger.sql): four unsigned LEB128 varints.
 struct SiteActivity {
   int64_t stack_id = 0;

@@ -99,11 +99,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->moduleGone_ = w->prepare("UPDATE modules SET unload_ns = ? WHERE id = ?");
   w->ip_ = w->prepare("INSERT INTO ips(id, image_id, address) VALUES (?,?,?)");
   w->stack_ = w->prepare("INSERT INTO stack_nodes(first_id, image_id, nodes) VALUES (?,?,?)");
-  w->site_ = w->prepare(
-      "INSERT OR REPLACE INTO sites(stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, "
-      "freed_bytes, leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, "
-      "realloc_count, max_live_count, max_live_bytes, min_size, max_size, same_size_count, "
-      "lifetime_ns_sum, max_realloc_chain) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  w->site_ = w->prepare("INSERT INTO site_totals(image_id, sites) VALUES (?,?)");
   w->alloc_ = w->prepare(
       "INSERT INTO allocations(id, image_id, tid, kind, op, address, size, stack_id, t_alloc, "
       "t_free, realloc_of) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
@@ -167,7 +163,7 @@ void DbWriter::step(sqlite3_stmt* st) {
 void DbWriter::maybeCommit(uint64_t now_ns) {
   // Packed rows still being filled count too: a program that only ticks (a timeline bucket per
   // interval, nothing else written) must still have its curve committed every interval.
-  bool pending = inTx_ || nodes_.count || buckets_.count || siteBuckets_.count;
+  bool pending = inTx_ || nodes_.count || buckets_.count || siteBuckets_.count || sites_.count;
   if (pending && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
     commit();
     lastCommitNs_ = now_ns;
@@ -178,6 +174,7 @@ void DbWriter::commit() {
   if (stack_) flushStackNodes();
   if (timeline_) writePacked(timeline_, 1, buckets_);
   if (siteTimeline_) writePacked(siteTimeline_, 1, siteBuckets_);
+  if (site_) writePacked(site_, 1, sites_);
   if (inTx_) {
     inTx_ = false;
     exec("COMMIT");
@@ -249,7 +246,15 @@ void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
 namespace {
 constexpr size_t kNodesPerRow = 256;  // a reader decodes a whole row to get one of its stacks
 constexpr size_t kBucketsPerRow = 256;
+constexpr size_t kSitesPerRow = 4096;  // readers only ever scan all sites
 using packed::putVarint;
+
+uint64_t kindCode(const char* kind) {
+  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
+  for (uint64_t i = 0; i < std::size(names); ++i)
+    if (std::strcmp(kind, names[i]) == 0) return i;
+  return 0;
+}
 }  // namespace
 
 void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent) {
@@ -285,18 +290,21 @@ void DbWriter::flushStackNodes() {
 }
 
 void DbWriter::insertSite(const SiteRow& r) {
-  sqlite3_stmt* st = site_;
-  if (!st) return;
-  sqlite3_bind_int64(st, 1, r.stack_id);
-  sqlite3_bind_text(st, 2, r.kind, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, r.image_id);
+  if (!site_) return;
+  if (sites_.count && (r.image_id != sites_.image || sites_.count == kSitesPerRow)) writePacked(site_, 1, sites_);
+  if (!sites_.count) {
+    sites_.image = r.image_id;
+    prevSiteStack_ = 0;
+  }
+  packed::putSigned(sites_.bytes, r.stack_id - prevSiteStack_);
+  prevSiteStack_ = r.stack_id;
+  putVarint(sites_.bytes, kindCode(r.kind));
   const uint64_t vals[] = {r.alloc_count, r.alloc_bytes, r.free_count, r.freed_bytes, r.leak_count,
                            r.leak_bytes, r.peak_count, r.peak_bytes, r.temp_count, r.temp_bytes,
                            r.realloc_count, r.max_live_count, r.max_live_bytes, r.min_size,
                            r.max_size, r.same_size_count, r.lifetime_ns_sum, r.max_realloc_chain};
-  int i = 4;
-  for (uint64_t v : vals) bindU(st, i++, v);
-  step(st);
+  for (uint64_t v : vals) putVarint(sites_.bytes, v);
+  ++sites_.count;
 }
 
 void DbWriter::insertAllocation(const AllocationRow& r) {

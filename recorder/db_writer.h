@@ -19,7 +19,7 @@ struct sqlite3_stmt;
 namespace memledger::recorder {
 
 // PRAGMA user_version of schemas/memledger.sql (meta schema_version repeats it).
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 struct ProcessRow {
   int64_t id = 0;
@@ -91,6 +91,8 @@ class DbWriter {
   // stack_nodes rows (see the schema), written when a row is full, the next id does not follow
   // (another image), or at commit: a committed batch holds every stack its rows name.
   void insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent = 0);
+  // Packed into site_totals rows (see the schema), written at 4096 sites, an image change, or a
+  // commit.
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
   // Packed into timeline_buckets rows like stack nodes (see the schema), written at 256 entries,
@@ -122,7 +124,7 @@ class DbWriter {
   void step(sqlite3_stmt* st);
   void begin();
   void fail(const char* what);
-  // A packed row being filled (stack_nodes, timeline_buckets, site_buckets): its image, how many
+  // A packed row being filled (stack_nodes, timeline_buckets, site_buckets, site_totals): its image, how many
   // entries it holds, their bytes.
   struct PackedRow {
     int64_t image = 0;
@@ -148,6 +150,9 @@ class DbWriter {
   // The site_buckets row being filled, and its previous bucket's start.
   PackedRow siteBuckets_;
   uint64_t siteT_ = 0;
+  // The site_totals row being filled, and the stack id its next entry is a delta from.
+  PackedRow sites_;
+  int64_t prevSiteStack_ = 0;
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,

@@ -37,7 +37,7 @@ TEST(CiExportCli, FoldedLeakedMatchesTheReport) {
     if (line.find(";main;ci_leak_block ") != std::string::npos) leakLine = v;
   }
   EXPECT_EQ(leakLine, 3000) << folded.out;
-  EXPECT_EQ(sum, sqlInt(rec.db, "SELECT sum(leak_bytes) FROM sites"));
+  EXPECT_EQ(sum, sqlInt(rec.db, "SELECT sum(size) FROM allocations WHERE t_free IS NULL"));
 }
 
 TEST(CiExportCli, EveryFormatWritesSomethingReadable) {
@@ -47,7 +47,7 @@ TEST(CiExportCli, EveryFormatWritesSomethingReadable) {
   ASSERT_EQ(cli({"export", rec.db, "--format", "chrome-trace", "-o", dir.file("t.json")}).status, 0);
   auto json = cli({"export", rec.db, "--format", "json"});
   ASSERT_EQ(json.status, 0);
-  EXPECT_EQ(nlohmann::json::parse(json.out)["leaks"]["bytes"], sqlInt(rec.db, "SELECT sum(leak_bytes) FROM sites"));
+  EXPECT_EQ(nlohmann::json::parse(json.out)["leaks"]["bytes"], sqlInt(rec.db, "SELECT sum(size) FROM allocations WHERE t_free IS NULL"));
   std::ifstream traceIn(dir.file("t.json"));
   auto trace = nlohmann::json::parse(traceIn);
   int counters = 0;

@@ -87,7 +87,7 @@ class RecordingBuilder {
     exec("PRAGMA synchronous = OFF; PRAGMA journal_mode = MEMORY;");
     exec(readFile(std::string(MEMLEDGER_SOURCE_DIR) + "/schemas/memledger.sql"));
     exec("BEGIN");
-    meta("schema_version", "3");
+    meta("schema_version", "4");
     meta("allocation_rows", "all");
     meta("memledger_version", "0.1.0");
     meta("bucket_ns", "1000000");
@@ -163,7 +163,7 @@ class RecordingBuilder {
     varintHex(hex, ipIds.size());
     for (int64_t ip : ipIds) varintHex(hex, static_cast<uint64_t>(ip));
     nodes_.push_back({id, image, ipIds, parent});
-    if (version_ == 3)
+    if (version_ >= 3)
       exec("INSERT INTO stack_nodes VALUES (" + std::to_string(id) + "," + std::to_string(image) + ",X'" + hex + "')");
     else
       insertStackRow(nodes_.back());
@@ -172,6 +172,7 @@ class RecordingBuilder {
 
   // Makes the file a version 2 recording: one `stacks` row per node (ips as little-endian u32).
   void versionTwo() {
+    if (version_ >= 4) versionThree();
     exec("CREATE TABLE stacks (id INTEGER PRIMARY KEY, image_id INTEGER NOT NULL, ips BLOB NOT NULL, "
          "parent_id INTEGER); DROP TABLE stack_nodes; PRAGMA user_version = 2;");
     exec("CREATE TABLE timeline (image_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, heap_bytes INTEGER NOT NULL, "
@@ -188,14 +189,23 @@ class RecordingBuilder {
   }
 
   void site(const SiteSpec& s) {
-    std::ostringstream o;
-    o << "INSERT INTO sites VALUES (" << s.stack << "," << q(s.kind) << "," << s.image << ","
-      << s.alloc_count << "," << s.alloc_bytes << "," << s.free_count << "," << s.freed_bytes << ","
-      << s.leak_count << "," << s.leak_bytes << "," << s.peak_count << "," << s.peak_bytes << ","
-      << s.temp_count << "," << s.temp_bytes << "," << s.realloc_count << "," << s.max_live_count << ","
-      << s.max_live_bytes << "," << s.min_size << "," << s.max_size << "," << s.same_size_count << ","
-      << s.lifetime_ns_sum << "," << s.max_realloc_chain << ")";
-    exec(o.str());
+    sites_.push_back(s);
+    insertSiteRow(s);
+  }
+
+  // Makes the file a version 3 recording: a real `sites` table, one row per site.
+  void versionThree() {
+    exec("CREATE TABLE sites (stack_id INTEGER NOT NULL, kind TEXT NOT NULL, image_id INTEGER NOT NULL, "
+         "alloc_count INTEGER NOT NULL, alloc_bytes INTEGER NOT NULL, free_count INTEGER NOT NULL, "
+         "freed_bytes INTEGER NOT NULL, leak_count INTEGER NOT NULL, leak_bytes INTEGER NOT NULL, "
+         "peak_count INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, temp_count INTEGER NOT NULL, "
+         "temp_bytes INTEGER NOT NULL, realloc_count INTEGER NOT NULL, max_live_count INTEGER NOT NULL, "
+         "max_live_bytes INTEGER NOT NULL, min_size INTEGER NOT NULL, max_size INTEGER NOT NULL, "
+         "same_size_count INTEGER NOT NULL, lifetime_ns_sum INTEGER NOT NULL, max_realloc_chain INTEGER NOT NULL, "
+         "PRIMARY KEY (stack_id, kind)) WITHOUT ROWID; DROP TABLE site_totals; PRAGMA user_version = 3;");
+    meta("schema_version", "3");
+    version_ = 3;
+    for (const SiteSpec& s : sites_) insertSiteRow(s);
   }
 
   // t_free < 0: never freed. The allocation is also counted in site_timeline, in a "bucket" of
@@ -346,7 +356,30 @@ class RecordingBuilder {
          "') ON CONFLICT DO UPDATE SET sites = sites || excluded.sites");
   }
   std::vector<Activity> activities_;
-  int version_ = 3;
+  // Version 4: a site_totals row of this one site (its stack id absolute, see the schema);
+  // versions 1-3: a `sites` row.
+  void insertSiteRow(const SiteSpec& s) {
+    const int64_t counters[] = {s.alloc_count, s.alloc_bytes, s.free_count, s.freed_bytes, s.leak_count,
+                                s.leak_bytes, s.peak_count, s.peak_bytes, s.temp_count, s.temp_bytes,
+                                s.realloc_count, s.max_live_count, s.max_live_bytes, s.min_size,
+                                s.max_size, s.same_size_count, s.lifetime_ns_sum, s.max_realloc_chain};
+    if (version_ >= 4) {
+      const std::string k = s.kind;
+      std::string hex;
+      varintHex(hex, (static_cast<uint64_t>(s.stack) << 1) ^ static_cast<uint64_t>(s.stack >> 63));
+      varintHex(hex, k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0);
+      for (int64_t v : counters) varintHex(hex, static_cast<uint64_t>(v));
+      exec("INSERT INTO site_totals (image_id, sites) VALUES (" + std::to_string(s.image) + ",X'" + hex + "')");
+      return;
+    }
+    std::ostringstream o;
+    o << "INSERT INTO sites VALUES (" << s.stack << "," << q(s.kind) << "," << s.image;
+    for (int64_t v : counters) o << "," << v;
+    o << ")";
+    exec(o.str());
+  }
+  std::vector<SiteSpec> sites_;
+  int version_ = 4;
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t modules_ = 0, ips_ = 0, stacks_ = 0;

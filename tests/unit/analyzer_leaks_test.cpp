@@ -12,8 +12,9 @@ struct TwoProcesses {
   int64_t s1 = 0, s2 = 0, s3 = 0, s4 = 0;
   std::string path;
 
-  TwoProcesses() {
-    RecordingBuilder b("two-processes.db");
+  // schemaVersion 3: the sites in a real `sites` table, as version 1-3 files have them.
+  explicit TwoProcesses(int schemaVersion = 4) {
+    RecordingBuilder b(schemaVersion == 4 ? "two-processes.db" : "two-processes-v3.db");
     b.meta("peak_image", "1");
     b.process({.id = 1, .pid = 1000, .command = "./parent", .peak_rss = 10000, .peak_heap_bytes = 2500,
                .peak_heap_ns = 555, .peak_mmap_bytes = 4096, .peak_mmap_ns = 400});
@@ -44,6 +45,7 @@ struct TwoProcesses {
     b.alloc(2, s3, 0x1000, 500, 250);
     b.alloc(2, s3, 0x2000, 500, 260);
     b.alloc(1, s4, 0x7000000, 4096, 400, -1, "mmap");
+    if (schemaVersion == 3) b.versionThree();
     path = b.finish();
   }
 };
@@ -55,6 +57,26 @@ std::vector<std::pair<int64_t, std::string>> ids(const std::vector<SiteAmount>& 
 }
 
 }  // namespace
+
+// Version 4 packs the sites (site_totals); a version 3 file's `sites` table gives the same answers.
+TEST(AnalyzerLeaks, PackedSitesAnswerAsTheVersion3Table) {
+  TwoProcesses v4, v3(3);
+  auto a = Recording::open(v4.path), b = Recording::open(v3.path);
+  EXPECT_EQ(a.info().schema_version, 4);
+  EXPECT_EQ(b.info().schema_version, 3);
+  EXPECT_EQ(toJson(report(a))["leaks"], toJson(report(b))["leaks"]);
+  EXPECT_EQ(toJson(report(a))["totals"], toJson(report(b))["totals"]);
+  EXPECT_EQ(toJson(report(a))["peak"], toJson(report(b))["peak"]);
+  EXPECT_EQ(toJson(report(a))["leaks"]["bytes"], 5446);
+  ASSERT_EQ(sites(a).size(), 5u);
+  ASSERT_EQ(sites(b).size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(sites(a)[i].stack_id, sites(b)[i].stack_id);
+    EXPECT_EQ(sites(a)[i].kind, sites(b)[i].kind);
+    EXPECT_EQ(sites(a)[i].alloc_bytes, sites(b)[i].alloc_bytes);
+    EXPECT_EQ(sites(a)[i].temp_bytes, sites(b)[i].temp_bytes);
+  }
+}
 
 TEST(AnalyzerLeaks, AllSitesGroupedAndSortedByBytes) {
   TwoProcesses t;

@@ -119,11 +119,13 @@ TEST(AnalyzerOpen, ForeignSqliteFile) {
 TEST(AnalyzerOpen, NewerSchemaVersion) {
   RecordingBuilder b("newer.db");
   b.process({});
-  b.exec("PRAGMA user_version = 4");
+  const int newer = memledger::analyzer::kSchemaVersion + 1;
+  b.exec("PRAGMA user_version = " + std::to_string(newer));
   std::string path = b.finish();
   std::string msg;
   EXPECT_EQ(openError(path, &msg), ErrorKind::NewerVersion);
-  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema 4 > 3)");
+  EXPECT_EQ(msg, "memledger: '" + path + "' was written by a newer memledger (schema " + std::to_string(newer) +
+                     " > " + std::to_string(newer - 1) + ")");
 }
 
 // Schema 2 stores stacks as a tree: a row's own ips, then its parent's whole stack.
@@ -238,7 +240,7 @@ TEST(AnalyzerOpen, CompleteRecordingSaysSo) {
   b.process({});
   auto rec = Recording::open(b.finish());
   EXPECT_TRUE(rec.info().complete);
-  EXPECT_EQ(rec.info().schema_version, 3);
+  EXPECT_EQ(rec.info().schema_version, 4);
   EXPECT_EQ(rec.info().bucket_ns, 1000000);
   EXPECT_EQ(rec.info().duration_ns, 1000000000);
 }

@@ -183,3 +183,81 @@ TEST(RecorderSchema, FullBatchWithPendingStackNodesCommitsOnce) {
   sqlite3_close(db);
   std::filesystem::remove(path);
 }
+
+// Sites are packed into site_totals rows (zigzag stack id deltas, kind, 18 counters), split at
+// 4096 sites, an image change and a commit; readers see them through `sites` exactly as written,
+// the largest counters and stack ids that go backwards included, and a damaged row ends early.
+TEST(RecorderSchema, SiteTotalsRoundTripThroughTheSitesTable) {
+  std::string path = freshDbPath("sites");
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  const char* kinds[] = {"malloc", "new", "mmap", "custom"};
+  auto row = [&](int64_t stack, int64_t image, uint64_t base) {
+    memledger::recorder::SiteRow r;
+    r.stack_id = stack;
+    r.kind = kinds[stack % 4];
+    r.image_id = image;
+    uint64_t* f[] = {&r.alloc_count, &r.alloc_bytes, &r.free_count, &r.freed_bytes, &r.leak_count,
+                     &r.leak_bytes, &r.peak_count, &r.peak_bytes, &r.temp_count, &r.temp_bytes,
+                     &r.realloc_count, &r.max_live_count, &r.max_live_bytes, &r.min_size,
+                     &r.max_size, &r.same_size_count, &r.lifetime_ns_sum, &r.max_realloc_chain};
+    for (int i = 0; i < 18; ++i) *f[i] = base + static_cast<uint64_t>(i);
+    return r;
+  };
+  // 5000 sites of image 1, stack ids 5000 down to 1; image 2: one with INT64_MAX counters; after
+  // a commit, image 2 again.
+  for (int64_t s = 5000; s >= 1; --s) w->insertSite(row(s, 1, static_cast<uint64_t>(s) * 1000));
+  w->insertSite(row(7, 2, static_cast<uint64_t>(INT64_MAX) - 17));
+  w->commit();
+  w->insertSite(row(1 << 20, 2, 1));
+  w->close();
+  ASSERT_TRUE(w->ok()) << w->error();
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  ASSERT_TRUE(memledger::analyzer::detail::registerSitesTable(db));
+  auto text = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    std::string out;
+    while (sqlite3_step(st) == SQLITE_ROW)
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        const unsigned char* t = sqlite3_column_text(st, i);
+        out += std::string(t ? reinterpret_cast<const char*>(t) : "NULL") + (i + 1 < sqlite3_column_count(st) ? "|" : " ");
+      }
+    sqlite3_finalize(st);
+    return out;
+  };
+  EXPECT_EQ(text("SELECT image_id, count(*) FROM site_totals GROUP BY image_id"), "1|2 2|2 ");
+  EXPECT_EQ(text("SELECT count(*), sum(stack_id), min(stack_id), max(stack_id) FROM sites WHERE image_id = 1"),
+            "5000|12502500|1|5000 ");
+  // Every counter of every image-1 site is exactly what was written.
+  EXPECT_EQ(text("SELECT count(*) FROM sites WHERE image_id = 1 AND (alloc_count != stack_id * 1000 OR "
+                 "max_realloc_chain != stack_id * 1000 + 17 OR lifetime_ns_sum != stack_id * 1000 + 16 OR "
+                 "leak_bytes != stack_id * 1000 + 5 OR kind != (CASE stack_id % 4 WHEN 0 THEN 'malloc' "
+                 "WHEN 1 THEN 'new' WHEN 2 THEN 'mmap' ELSE 'custom' END))"),
+            "0 ");
+  EXPECT_EQ(text("SELECT stack_id, kind, alloc_count, max_realloc_chain FROM sites WHERE image_id = 2 ORDER BY stack_id"),
+            "7|custom|9223372036854775790|9223372036854775807 1048576|malloc|1|18 ");
+  // Comparisons the virtual table tests itself answer as SQLite answers them on a real table.
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TEMP TABLE copy AS SELECT * FROM sites", nullptr, nullptr, nullptr), SQLITE_OK);
+  for (const char* where :
+       {"leak_count > 4000005", "image_id = 2", "image_id = 2 AND alloc_count >= 1", "kind = 'mmap'",
+        "kind != 'new' AND stack_id < 100", "kind > 'custom' AND kind <= 'mmap'", "stack_id = '7'",
+        "alloc_count < 2500000.5", "alloc_count > 'text'", "alloc_count < x'00'", "kind > 3", "kind < x'00'",
+        "stack_id = NULL", "stack_id IN (3, 4000)", "peak_bytes BETWEEN 10000 AND 20010 AND image_id = 1",
+        "temp_count <> 4000008", "max_realloc_chain >= 9223372036854775807"}) {
+    std::string a = text(("SELECT count(*), total(stack_id), total(length(kind) * unicode(kind)) FROM sites WHERE " + std::string(where)).c_str());
+    std::string b = text(("SELECT count(*), total(stack_id), total(length(kind) * unicode(kind)) FROM copy WHERE " + std::string(where)).c_str());
+    EXPECT_EQ(a, b) << where;
+  }
+  EXPECT_EQ(text("SELECT count(*) FROM sites WHERE image_id = 1 AND leak_count > 0"), "5000 ");
+  // A row cut inside its second entry (the first is 75 bytes: a 2-byte id, the kind, 18 counters
+  // of 4 bytes) keeps its first; the rows after it still read.
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE site_totals SET sites = substr(sites, 1, 100) WHERE id = 1", nullptr, nullptr,
+                         nullptr), SQLITE_OK);
+  EXPECT_EQ(text("SELECT count(*), max(stack_id) FROM sites WHERE image_id = 1"), "905|5000 ");
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}

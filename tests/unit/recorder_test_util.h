@@ -229,6 +229,7 @@ class RecordingFixture : public ::testing::Test {
   int64_t query(const std::string& sql) {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));  // `sites` over site_totals
     }
     unpackStackNodes(reader_);
     unpackTimeline(reader_);
@@ -245,6 +246,7 @@ class RecordingFixture : public ::testing::Test {
   std::string text(const std::string& sql) {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));  // `sites` over site_totals
     }
     unpackStackNodes(reader_);
     unpackTimeline(reader_);

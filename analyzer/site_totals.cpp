@@ -1,0 +1,279 @@
+// `sites` over a version 4 file's packed `site_totals` (schemas/memledger.sql): an eponymous
+// virtual table with the columns of the table it replaces, so that every query on sites reads
+// both kinds of file. A scan decodes the packed rows one entry at a time, in the file's order.
+// Comparisons of a column with a value (leak_count > 0, image_id = ?, kind = ?) are tested here,
+// on the decoded entry, and only matching sites go back to SQLite: a report scans torch_mlp's
+// 609k sites a dozen times, and most queries keep a few thousand of them.
+#include <sqlite3.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer::detail {
+
+namespace {
+
+constexpr int kCounters = 18;  // alloc_count .. max_realloc_chain
+constexpr const char* kDeclaration =
+    "CREATE TABLE x(stack_id INTEGER, kind TEXT, image_id INTEGER, alloc_count INTEGER, "
+    "alloc_bytes INTEGER, free_count INTEGER, freed_bytes INTEGER, leak_count INTEGER, "
+    "leak_bytes INTEGER, peak_count INTEGER, peak_bytes INTEGER, temp_count INTEGER, "
+    "temp_bytes INTEGER, realloc_count INTEGER, max_live_count INTEGER, max_live_bytes INTEGER, "
+    "min_size INTEGER, max_size INTEGER, same_size_count INTEGER, lifetime_ns_sum INTEGER, "
+    "max_realloc_chain INTEGER)";
+
+struct Table {
+  sqlite3_vtab base;  // first: SQLite casts between the two
+  sqlite3* db;
+};
+
+// A comparison pushed down by xBestIndex: column op value.
+enum Op : char { kEq = 'e', kNe = 'n', kLt = 'l', kLe = 'L', kGt = 'g', kGe = 'G' };
+struct Test {
+  int column;
+  char op;
+  sqlite3_int64 value;  // integer columns
+  double real;          // ... compared with a real
+  std::string text;     // kind
+  bool isReal = false;
+  int fixed = -1;       // 0/1: the value is of a type that compares the same with every site
+};
+
+struct Cursor {
+  sqlite3_vtab_cursor base;  // first
+  sqlite3_stmt* rows = nullptr;
+  std::vector<Test> tests;
+  bool none = false;  // a test no site can pass (a comparison with NULL)
+  const unsigned char* p = nullptr;  // the next entry of the current row's blob
+  const unsigned char* end = nullptr;
+  bool eof = true;
+  sqlite3_int64 rowid = 0;
+  // The current entry.
+  int64_t image = 0, stack = 0;
+  uint64_t kind = 0;
+  uint64_t counters[kCounters] = {};
+};
+
+sqlite3_int64 intColumn(const Cursor* c, int column) {
+  if (column == 0) return c->stack;
+  if (column == 2) return c->image;
+  return static_cast<sqlite3_int64>(c->counters[column - 3]);
+}
+
+template <class T>
+bool compare(const T& a, char op, const T& b) {
+  switch (op) {
+    case kEq: return a == b;
+    case kNe: return a != b;
+    case kLt: return a < b;
+    case kLe: return a <= b;
+    case kGt: return a > b;
+    default: return a >= b;
+  }
+}
+
+bool passes(const Cursor* c) {
+  for (const Test& t : c->tests) {
+    bool ok = t.fixed >= 0 ? t.fixed == 1
+              : t.column == 1 ? compare(std::string_view(siteKindName(c->kind)), t.op, std::string_view(t.text))
+              : t.isReal      ? compare(static_cast<double>(intColumn(c, t.column)), t.op, t.real)
+                              : compare(intColumn(c, t.column), t.op, t.value);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Decodes the next entry that passes the cursor's tests into the cursor, stepping to the next
+// packed row when one ends. A damaged entry (a cut varint) ends its row, as in the other packed
+// tables.
+int advance(Cursor* c) {
+  if (c->none) {
+    c->eof = true;
+    return SQLITE_OK;
+  }
+  for (;;) {
+    if (c->p && c->p < c->end) {
+      const unsigned char* p = c->p;
+      uint64_t gap, kind;
+      bool whole = packed::readVarint(p, c->end, &gap) && packed::readVarint(p, c->end, &kind);
+      for (int i = 0; whole && i < kCounters; ++i) whole = packed::readVarint(p, c->end, &c->counters[i]);
+      if (whole) {
+        c->p = p;
+        // Unsigned: a damaged gap wraps, it never traps.
+        c->stack = static_cast<int64_t>(static_cast<uint64_t>(c->stack) + static_cast<uint64_t>(packed::unzigzag(gap)));
+        c->kind = kind;
+        ++c->rowid;
+        if (passes(c)) return SQLITE_OK;
+        continue;
+      }
+      c->p = c->end;
+    }
+    int rc = sqlite3_step(c->rows);
+    if (rc == SQLITE_DONE) {
+      c->eof = true;
+      return SQLITE_OK;
+    }
+    if (rc != SQLITE_ROW) return rc;
+    c->image = sqlite3_column_int64(c->rows, 0);
+    c->p = static_cast<const unsigned char*>(sqlite3_column_blob(c->rows, 1));
+    c->end = c->p ? c->p + sqlite3_column_bytes(c->rows, 1) : nullptr;
+    c->stack = 0;
+  }
+}
+
+int xConnect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char**) {
+  int rc = sqlite3_declare_vtab(db, kDeclaration);
+  if (rc != SQLITE_OK) return rc;
+  auto* t = new (std::nothrow) Table{};
+  if (!t) return SQLITE_NOMEM;
+  t->db = db;
+  *out = &t->base;
+  return SQLITE_OK;
+}
+
+int xDisconnect(sqlite3_vtab* v) {
+  delete reinterpret_cast<Table*>(v);
+  return SQLITE_OK;
+}
+
+// Every usable comparison of a column with a value is tested in advance() (omitted by SQLite);
+// idxStr lists them as column letter ('a' + column) and op, in the order of xFilter's values.
+int xBestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
+  std::string plan;
+  int used = 0;
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& k = info->aConstraint[i];
+    if (!k.usable || k.iColumn < 0 || k.iColumn >= 3 + kCounters) continue;
+    char op = 0;
+    switch (k.op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: op = kEq; break;
+      case SQLITE_INDEX_CONSTRAINT_NE: op = kNe; break;
+      case SQLITE_INDEX_CONSTRAINT_LT: op = kLt; break;
+      case SQLITE_INDEX_CONSTRAINT_LE: op = kLe; break;
+      case SQLITE_INDEX_CONSTRAINT_GT: op = kGt; break;
+      case SQLITE_INDEX_CONSTRAINT_GE: op = kGe; break;
+      default: continue;
+    }
+    plan += static_cast<char>('a' + k.iColumn);
+    plan += op;
+    info->aConstraintUsage[i].argvIndex = ++used;
+    info->aConstraintUsage[i].omit = 1;
+  }
+  if (used) {
+    info->idxStr = sqlite3_mprintf("%s", plan.c_str());
+    if (!info->idxStr) return SQLITE_NOMEM;
+    info->needToFreeIdxStr = 1;
+  }
+  info->estimatedCost = 1e6 / (1 + used);  // still a full scan, but fewer rows come back
+  return SQLITE_OK;
+}
+
+int xOpen(sqlite3_vtab* v, sqlite3_vtab_cursor** out) {
+  auto* c = new (std::nothrow) Cursor{};
+  if (!c) return SQLITE_NOMEM;
+  int rc = sqlite3_prepare_v2(reinterpret_cast<Table*>(v)->db, "SELECT image_id, sites FROM site_totals ORDER BY id",
+                              -1, &c->rows, nullptr);
+  if (rc != SQLITE_OK) {
+    delete c;
+    return rc;
+  }
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+int xClose(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  sqlite3_finalize(c->rows);
+  delete c;
+  return SQLITE_OK;
+}
+
+int xFilter(sqlite3_vtab_cursor* cur, int, const char* plan, int argc, sqlite3_value** argv) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  c->tests.clear();
+  c->none = false;
+  for (int i = 0; plan && i < argc && plan[2 * i] && plan[2 * i + 1]; ++i) {
+    Test t{plan[2 * i] - 'a', plan[2 * i + 1], 0, 0, {}};
+    // SQLite's order of types: NULL (never compares), integers and reals, text, blobs.
+    int type = sqlite3_value_type(argv[i]);
+    if (t.column != 1 && type == SQLITE_TEXT) type = sqlite3_value_numeric_type(argv[i]);  // '5' = 5
+    auto below = [&](bool columnIsBelow) {  // the value is of another type: the order of types decides
+      t.fixed = columnIsBelow ? (t.op == kLt || t.op == kLe || t.op == kNe) : (t.op == kGt || t.op == kGe || t.op == kNe);
+    };
+    if (type == SQLITE_NULL) {
+      c->none = true;  // x op NULL is never true
+    } else if (t.column == 1) {
+      if (type == SQLITE_TEXT) t.text = reinterpret_cast<const char*>(sqlite3_value_text(argv[i]));
+      else below(type == SQLITE_BLOB);  // kind is text: above numbers, below blobs
+    } else if (type == SQLITE_INTEGER) {
+      t.value = sqlite3_value_int64(argv[i]);
+    } else if (type == SQLITE_FLOAT) {
+      t.real = sqlite3_value_double(argv[i]);
+      t.isReal = true;
+    } else {
+      below(true);  // integers sort before text and blobs
+    }
+    c->tests.push_back(std::move(t));
+  }
+  sqlite3_reset(c->rows);
+  c->p = c->end = nullptr;
+  c->eof = false;
+  c->rowid = 0;
+  return advance(c);
+}
+
+int xNext(sqlite3_vtab_cursor* cur) { return advance(reinterpret_cast<Cursor*>(cur)); }
+
+int xEof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<Cursor*>(cur)->eof ? 1 : 0; }
+
+int xColumn(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  switch (column) {
+    case 0: sqlite3_result_int64(ctx, c->stack); break;
+    case 1: sqlite3_result_text(ctx, siteKindName(c->kind), -1, SQLITE_STATIC); break;
+    case 2: sqlite3_result_int64(ctx, c->image); break;
+    default:
+      if (column >= 3 && column < 3 + kCounters)
+        sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(c->counters[column - 3]));
+  }
+  return SQLITE_OK;
+}
+
+int xRowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid) {
+  *rowid = reinterpret_cast<Cursor*>(cur)->rowid;
+  return SQLITE_OK;
+}
+
+sqlite3_module makeModule() {
+  sqlite3_module m;
+  std::memset(&m, 0, sizeof(m));
+  m.iVersion = 1;
+  m.xCreate = nullptr;  // eponymous only: `sites` exists without CREATE VIRTUAL TABLE
+  m.xConnect = xConnect;
+  m.xBestIndex = xBestIndex;
+  m.xDisconnect = xDisconnect;
+  m.xDestroy = xDisconnect;
+  m.xOpen = xOpen;
+  m.xClose = xClose;
+  m.xFilter = xFilter;
+  m.xNext = xNext;
+  m.xEof = xEof;
+  m.xColumn = xColumn;
+  m.xRowid = xRowid;
+  return m;
+}
+
+const sqlite3_module kModule = makeModule();
+
+}  // namespace
+
+bool registerSitesTable(sqlite3* db) {
+  return sqlite3_create_module_v2(db, "sites", &kModule, nullptr, nullptr) == SQLITE_OK;
+}
+
+}  // namespace memledger::analyzer::detail
