@@ -100,12 +100,15 @@ struct ThreadState {
   // current ring yet; lane null = the shared lane 0. laneHead is the lane's head as this thread
   // last set it; slots below roomUntil were known free (tail + capacity, from a tail read
   // earlier): reserving below it needs no read of the tail, a line the recorder keeps writing.
+  // Slots below populatedUntil are in pages this thread already faulted in (the lane's first
+  // lap maps them ahead, many pages per call); roomUntil never passes it.
   wire::RingHeader* laneRing;
   wire::LaneHeader* lane;
   wire::Record* laneRecords;
   uint32_t laneCapacity;
   uint64_t laneHead;
   uint64_t roomUntil;
+  uint64_t populatedUntil;
 };
 extern __thread ThreadState t_state;
 
