@@ -59,7 +59,7 @@ StackCache* acquireCache() {
   unlockCaches();
   if (c) {
     c->gen = 0;  // forces a clear below
-    c->trace.n = 0;  // another thread's stack: nothing of it may be read
+    unwind::forget(&c->trace);  // another thread's stack: nothing of it may be read
   } else {
     void* m = rawMmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -23,7 +23,7 @@ namespace {
 
 // ---- settings
 bool g_check = false; // MEMLEDGER_UNWIND_CHECK=1
-std::atomic<uint64_t> g_checked{0}, g_differ{0}, g_fallbacks{0}, g_reused{0}, g_fresh{0};
+std::atomic<uint64_t> g_checked{0}, g_differ{0}, g_fallbacks{0}, g_reused{0}, g_fresh{0}, g_cacheHits{0};
 
 // ---- libunwind, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
 // Walked with unw_init_local/unw_step, not unw_backtrace: unw_backtrace's trace cache lives in
@@ -150,6 +150,51 @@ Captured finish(const Trace* t, uint64_t* out) {
 
 void checkAgainstLibunwind(const Trace* trace, const Captured& own, const uint64_t* ownOut);
 
+inline uint32_t cachedSlot(uint64_t pc, uint64_t rsp) {
+  return static_cast<uint32_t>(((pc ^ (rsp << 16)) * 0x9e3779b97f4a7c15ull) >> (64 - kCachedTraceBits));
+}
+
+// The cached trace for a walk entering its first frame in this state, if every slot it read
+// still holds what it held (CachedTrace says why that makes it exact).
+inline const CachedTrace* cachedTrace(const Trace* t, uint64_t pc, uint64_t rsp, uint64_t rbp, uint32_t gen) {
+  const CachedTrace& e = t->cached[cachedSlot(pc, rsp)];
+  if (!e.n || e.pc != pc || e.rsp != rsp || e.gen != gen || (e.needsRbp && e.rbp != rbp)) return nullptr;
+  bool same = true;
+  for (uint32_t i = 0; i < e.checks; ++i)
+    same &= *reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1];
+  return same ? &e : nullptr;
+}
+
+// Keeps the trace just walked (t->rev, n frames, complete) by its innermost frame's state.
+void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
+  const int n = static_cast<int>(t->n);
+  if (n <= 0 || n > kCachedFrames) return;
+  const Frame& inner = t->rev[n - 1];
+  CachedTrace& e = t->cached[cachedSlot(inner.pc, inner.rsp)];
+  e.pc = inner.pc;
+  e.rsp = inner.rsp;
+  e.rbp = inner.rbp;
+  e.needsRbp = static_cast<uint32_t>(inner.needsRbp);
+  e.hash = hash;
+  e.gen = gen;
+  // The slots suffixHolds() would read, innermost first (where a changed stack differs first).
+  uint32_t k = 0;
+  for (int i = n - 1; i >= 0; --i) {
+    const Frame& f = t->rev[i];
+    e.pcs[n - 1 - i] = f.pc;
+    if (f.raSlot) {
+      e.check[k][0] = f.raSlot;
+      e.check[k++][1] = i > 0 ? t->rev[i - 1].pc : 0;
+    }
+    if (f.rbpSlot && i > 0 && t->rev[i - 1].needsRbp) {
+      e.check[k][0] = f.rbpSlot;
+      e.check[k++][1] = t->rev[i - 1].rbp;
+    }
+  }
+  e.checks = k;
+  e.n = static_cast<uint32_t>(n);
+}
+
 // Largest frame of this library between a hook and here (walk's own, with the check's buffers).
 constexpr uint64_t kSelfFrameMax = 64 * 1024;
 
@@ -175,6 +220,18 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
     rsp = rbp + 16;
     rbp = fp[0];
     if (!inSelf(pc)) break;
+  }
+  t->hit = cachedTrace(t, pc, rsp, rbp, gen);
+  if (t->hit) {
+    Captured c;
+    c.n = static_cast<int>(t->hit->n);
+    c.hash = t->hit->hash;
+    if (ML_UNLIKELY(g_check)) {
+      g_cacheHits.fetch_add(1, std::memory_order_relaxed);
+      Captured seen = c;
+      checkAgainstLibunwind(t, seen, out);
+    }
+    return c;
   }
   Frame* fresh = t->fresh;
   int j = 0;
@@ -264,6 +321,7 @@ __attribute__((noinline)) Captured walk(Trace* t, uint64_t* out) {
   t->truncated = truncated ? 1 : 0;
   t->gen = gen;
   Captured c = finish(t, out);
+  if (!truncated) keepTrace(t, c.hash, gen);
   if (ML_UNLIKELY(g_check)) {
     if (keep) g_reused.fetch_add(1, std::memory_order_relaxed);
     g_fresh.fetch_add(static_cast<uint64_t>(j), std::memory_order_relaxed);
@@ -327,8 +385,18 @@ Captured capture(Trace* trace, uint64_t* out) {
 }
 
 void framesOf(const Trace* t, const Captured& c, uint64_t* out) {
+  if (t->hit) {
+    std::memcpy(out, t->hit->pcs, sizeof(uint64_t) * static_cast<size_t>(c.n));
+    return;
+  }
   int n = static_cast<int>(t->n);
   for (int i = 0; i < c.n; ++i) out[i] = t->rev[n - 1 - i].pc;
+}
+
+void forget(Trace* t) {
+  t->n = 0;
+  t->hit = nullptr;
+  for (CachedTrace& e : t->cached) e.n = 0;
 }
 
 void codeUnloaded() {
@@ -340,13 +408,13 @@ __attribute__((destructor)) void reportAtExit() { reportCheck(); }
 
 void reportCheck() {
   if (!g_check) return;
-  char line[160];
+  char line[240];
   snprintf(line, sizeof(line),
            "memledger: unwind check: %llu stacks compared, %llu differ (%llu reused a known outer part, "
-           "%llu frames walked, %llu by libunwind alone)\n",
+           "%llu frames walked, %llu by libunwind alone, %llu whole from the trace cache)\n",
            static_cast<unsigned long long>(g_checked.load()), static_cast<unsigned long long>(g_differ.load()),
            static_cast<unsigned long long>(g_reused.load()), static_cast<unsigned long long>(g_fresh.load()),
-           static_cast<unsigned long long>(g_fallbacks.load()));
+           static_cast<unsigned long long>(g_fallbacks.load()), static_cast<unsigned long long>(g_cacheHits.load()));
   writeStderr(line);
 }
 
