@@ -157,12 +157,15 @@ inline uint32_t cachedSlot(uint64_t pc, uint64_t rsp) {
 // The cached trace for a walk entering its first frame in this state, if every slot it read
 // still holds what it held (CachedTrace says why that makes it exact).
 inline const CachedTrace* cachedTrace(const Trace* t, uint64_t pc, uint64_t rsp, uint64_t rbp, uint32_t gen) {
-  const CachedTrace& e = t->cached[cachedSlot(pc, rsp)];
-  if (!e.n || e.pc != pc || e.rsp != rsp || e.gen != gen || (e.needsRbp && e.rbp != rbp)) return nullptr;
-  bool same = true;
-  for (uint32_t i = 0; i < e.checks; ++i)
-    same &= *reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1];
-  return same ? &e : nullptr;
+  const CachedTrace* set = &t->cached[cachedSlot(pc, rsp) * kCachedTraceWays];
+  for (int w = 0; w < kCachedTraceWays; ++w) {
+    const CachedTrace& e = set[w];
+    if (!e.n || e.pc != pc || e.rsp != rsp || e.gen != gen || (e.needsRbp && e.rbp != rbp)) continue;
+    uint32_t i = 0;
+    while (i < e.checks && *reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1]) ++i;
+    if (i == e.checks) return &e;
+  }
+  return nullptr;
 }
 
 // Keeps the trace just walked (t->rev, n frames, complete) by its innermost frame's state.
@@ -170,7 +173,9 @@ void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
   const int n = static_cast<int>(t->n);
   if (n <= 0 || n > kCachedFrames) return;
   const Frame& inner = t->rev[n - 1];
-  CachedTrace& e = t->cached[cachedSlot(inner.pc, inner.rsp)];
+  uint32_t set = cachedSlot(inner.pc, inner.rsp);
+  CachedTrace& e = t->cached[set * kCachedTraceWays + t->victim[set]];
+  t->victim[set] = static_cast<uint8_t>((t->victim[set] + 1) % kCachedTraceWays);
   e.pc = inner.pc;
   e.rsp = inner.rsp;
   e.rbp = inner.rbp;
