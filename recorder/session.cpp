@@ -27,6 +27,7 @@
 #include "proc_sample.h"
 #include "recording.h"
 #include "ring_reader.h"
+#include "symbol_warmer.h"
 #include "symbolize_driver.h"
 #include "tsc_clock.h"
 
@@ -141,6 +142,8 @@ class Session {
   // Called once, when the last running image has been drained and is about to be closed (its
   // sites written): the recording's ips are all in the file by then, unless more processes come.
   void beforeLastClose(std::function<void()> f) { beforeLastClose_ = std::move(f); }
+  // Called at the end of every round of the loop (after the batch commit check), with its time.
+  void everyRound(std::function<void(uint64_t)> f) { everyRound_ = std::move(f); }
   uint64_t lost() const { return lost_; }
 
  private:
@@ -172,6 +175,7 @@ class Session {
   std::vector<pollfd> pfds_;
   HeartbeatThread heartbeat_;
   std::function<void()> beforeLastClose_;
+  std::function<void(uint64_t)> everyRound_;
 };
 
 void Session::acceptAll() {
@@ -326,6 +330,7 @@ int Session::run(pid_t child) {
     busy = drainRound(now);
     closeDead(now);
     db_.maybeCommit(now);
+    if (everyRound_) everyRound_(now);
     if (childDone_) {
       acceptAll();  // registrations sent just before the end
       closeDead(now);
@@ -423,8 +428,21 @@ int runSession(const SessionOptions& optIn) {
 
   // Symbolization's lookups run on a second thread while the last image is closed (its sites and
   // leaks written: 0.8 s on torch_mlp, beside 0.35 s of lookups); the ips of any process that
-  // registered after that are symbolized at the end.
-  std::unique_ptr<SymbolSource> source;
+  // registered after that are symbolized at the end. Before that, while the program runs, the
+  // warmer looks up the ips recorded so far at idle priority (symbol_warmer.h), so the end mostly
+  // finds its answers cached. MEMLEDGER_SYMBOL_WARM=0 turns the warm-up off;
+  // MEMLEDGER_SYMBOLIZE_CHECK=1 has it look up every ip first (at normal priority), then compares
+  // every answer with a cold lookup and prints the counts (a self-test).
+  const char* warmEnv = std::getenv("MEMLEDGER_SYMBOL_WARM");
+  const char* checkEnv = std::getenv("MEMLEDGER_SYMBOLIZE_CHECK");
+  const bool check = checkEnv != nullptr && *checkEnv != '\0' && std::strcmp(checkEnv, "0") != 0;
+  std::shared_ptr<SymbolSource> source;
+  std::unique_ptr<ComparingSource> checked;
+  std::unique_ptr<SymbolWarmer> warmer;
+  if (opt.symbolize && !(warmEnv != nullptr && std::strcmp(warmEnv, "0") == 0)) {
+    source = makeNativeSymbolSource();
+    warmer = std::make_unique<SymbolWarmer>(source, !check);
+  }
   SymbolizeJob symbols;
   std::thread symbolizer;
   struct JoinOnExit {
@@ -436,16 +454,26 @@ int runSession(const SessionOptions& optIn) {
   bool symbolsStarted = false;
   auto startSymbols = [&] {
     symbolsStarted = true;
+    if (warmer) {
+      if (check && db->ok()) warmer->catchUp(db->handle());
+      warmer->stop();  // ends after its lookup in progress; the job below takes over the source
+    }
     if (!opt.symbolize || !db->ok()) return;
     if (!symbols.read(db->handle(), &err)) {
       std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
       return;
     }
-    source = makeNativeSymbolSource();
-    symbolizer = std::thread([&symbols, &source] { symbols.compute(*source); });
+    if (!source) source = makeNativeSymbolSource();
+    if (check) checked = std::make_unique<ComparingSource>(*source, makeNativeSymbolSource());
+    SymbolSource* use = checked ? static_cast<SymbolSource*>(checked.get()) : source.get();
+    symbolizer = std::thread([&symbols, use] { symbols.compute(*use); });
   };
   Session session(opt, *db, rec, *ctl, sigfd);
   session.beforeLastClose(startSymbols);
+  if (warmer)
+    session.everyRound([&](uint64_t now) {
+      if (db->ok()) warmer->tick(db->handle(), now);
+    });
   int code = session.run(child);
   ::close(sigfd);
   cleanupDir();
@@ -459,11 +487,17 @@ int runSession(const SessionOptions& optIn) {
       std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
     SymbolizeJob late;  // ips of processes that registered after the job read the file
     if (db->ok() && late.read(db->handle(), &err, symbols.lastIp()) && late.lastIp() > symbols.lastIp()) {
-      late.compute(*source);
+      late.compute(checked ? static_cast<SymbolSource&>(*checked) : *source);
       if (!late.write(db->handle(), nullptr, &err))
         std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
     }
   }
+  if (checked)
+    std::fprintf(stderr, "memledger: symbolize check: %llu lookups compared, %llu ips warmed in %llu batches, %llu differ\n",
+                 static_cast<unsigned long long>(checked->compared()),
+                 static_cast<unsigned long long>(warmer ? warmer->prefetched() : 0),
+                 static_cast<unsigned long long>(warmer ? warmer->batches() : 0),
+                 static_cast<unsigned long long>(checked->differ()));
   if (!session.anyRegistered() && opt.warnIfNothingRegisters)
     std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
   db->applyFinishSchema();

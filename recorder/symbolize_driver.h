@@ -5,6 +5,7 @@
 // core never depends on the symbolizer, and tests can pass a fake SymbolSource.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,13 @@ class SymbolSource {
   virtual ~SymbolSource() = default;
   virtual std::vector<SymbolFrame> symbolize(const std::string& modulePath, uint64_t address) = 0;
   virtual std::string buildId(const std::string& modulePath) = 0;
+  // Looks the address up ahead of time, from another thread than symbolize()'s, for a later
+  // symbolize() to answer from a cache (SymbolWarmer). Returns whether it did; by default nothing.
+  virtual bool prefetch(const std::string& modulePath, uint64_t address) {
+    (void)modulePath;
+    (void)address;
+    return false;
+  }
 };
 
 struct SymbolizeStats {
@@ -44,6 +52,10 @@ class SymbolizeJob {
   bool read(sqlite3* db, std::string* error, int64_t afterIp = 0);
   int64_t lastIp() const;  // the highest ips.id read (afterIp when none)
   void compute(SymbolSource& source);
+  // compute()'s lookups as prefetches, results not kept (no build ids): warms the source while
+  // the program still runs. Returns after the lookup in progress once `stop` is set. Adds the
+  // lookups the source answered to `answered` as it goes.
+  void warm(SymbolSource& source, const std::atomic<bool>& stop, std::atomic<uint64_t>& answered);
   bool write(sqlite3* db, SymbolizeStats* stats, std::string* error);
 
  private:
@@ -51,7 +63,8 @@ class SymbolizeJob {
   std::unique_ptr<Data> d_;
 };
 
-// A SymbolSource over the real Symbolizer (libdw). In its own file: linking it needs symbolizer.cpp.
+// A SymbolSource over the real Symbolizer (libdw), safe to prefetch into from one thread while
+// another symbolizes. In its own file: linking it needs symbolizer.cpp.
 std::unique_ptr<SymbolSource> makeNativeSymbolSource();
 
 }  // namespace memledger::recorder

@@ -11,9 +11,12 @@ class NativeSource final : public SymbolSource {
     return sym_.symbolize(path, address);
   }
   std::string buildId(const std::string& path) override { return sym_.buildId(path); }
+  bool prefetch(const std::string& path, uint64_t address) override {
+    return sym_.prefetch(path, address);
+  }
 
  private:
-  Symbolizer sym_;
+  Symbolizer sym_;  // thread-safe: the warm-up thread prefetches while the end symbolizes
 };
 
 }  // namespace

@@ -13,10 +13,17 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <pthread.h>
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace memledger::recorder {
@@ -238,32 +245,105 @@ struct Symbolizer::Impl {
     }
   };
 
+  // Everything below is guarded by `mu` except a checked-out session, which only the thread that
+  // checked it out touches (libdw data is not safe to share; the answers are).
   struct Module {
-    std::unique_ptr<Session> session;  // null while closed
+    std::unique_ptr<Session> session;  // null while closed or checked out
     bool unreadable = false;           // a cached failure: missing file, not ELF
+    bool inUse = false;                // a thread has the session checked out (or is opening it)
+    clockid_t userClock = 0;           // that thread's CPU clock: is it making progress?
+    uint64_t generation = 0;           // bumped by a take-over: the session checked out is dropped
     uint64_t lastUse = 0;
     std::unordered_map<uint64_t, std::vector<SymbolFrame>> frames;
     bool buildIdKnown = false;
     std::string buildId;
   };
 
+  std::mutex mu;
+  std::condition_variable returned;  // a session was checked back in (or taken over)
   std::unordered_map<std::string, Module> modules;  // element references survive rehashing
-  size_t openSessions = 0;
+  size_t openSessions = 0;  // counts checked-out sessions too
   uint64_t clock = 0;
 
-  // The module's open session, opening (and closing the least recently used one) on demand;
-  // null when the file cannot be read.
-  Session* session(const std::string& path, Module& m) {
+  // A session checked out to the calling thread. `session` null: the file cannot be read.
+  struct Lease {
+    Module* module = nullptr;
+    std::unique_ptr<Session> session;
+    uint64_t generation = 0;
+  };
+
+  static clockid_t threadClock() {
+    clockid_t id = CLOCK_THREAD_CPUTIME_ID;
+    pthread_getcpuclockid(pthread_self(), &id);
+    return id;
+  }
+
+  static int64_t cpuNs(clockid_t id) {
+    timespec ts;
+    if (clock_gettime(id, &ts) != 0) return -1;
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+
+  // Waits (lock held) until m is no longer in use, as long as its user makes progress: a thread
+  // holding a module runs one lookup at a time, but at SCHED_IDLE on a busy machine one lookup (a
+  // debug file to decompress) may take seconds of wall time. Then the module is taken over: its
+  // user's session will be dropped when it comes back, and the caller opens a fresh one.
+  void waitForModule(std::unique_lock<std::mutex>& lock, Module& m) {
+    constexpr auto kSlice = std::chrono::milliseconds(5);
+    constexpr int64_t kMinProgressNs = 1'000'000;  // CPU the user must get per slice (20%)
+    constexpr int kMaxSlices = 400;                // 2 s at most, whatever the progress
+    const uint64_t generation = m.generation;
+    const clockid_t user = m.userClock;
+    int64_t before = cpuNs(user);
+    for (int slice = 0; slice < kMaxSlices; ++slice) {
+      if (returned.wait_for(lock, kSlice, [&] { return !m.inUse || m.generation != generation; }))
+        return;
+      const int64_t now = cpuNs(user);
+      if (before < 0 || now < 0 || now - before < kMinProgressNs) break;
+      before = now;
+    }
+    ++m.generation;  // take over
+    m.inUse = false;
+    returned.notify_all();
+  }
+
+  // Checks the module's session out to the calling thread (lock held on entry and on return),
+  // opening it if needed (the lock is released meanwhile).
+  Lease checkOut(std::unique_lock<std::mutex>& lock, const std::string& path, Module& m) {
+    Lease lease;
+    lease.module = &m;
+    m.inUse = true;
+    m.userClock = threadClock();
     m.lastUse = ++clock;
-    if (m.session != nullptr || m.unreadable) return m.session.get();
-    if (openSessions >= kMaxOpenSessions) closeLeastRecentlyUsed();
-    m.session = open(path);
-    if (m.session == nullptr) {
-      m.unreadable = true;
+    lease.generation = m.generation;
+    lease.session = std::move(m.session);
+    if (lease.session == nullptr) {
+      if (openSessions >= kMaxOpenSessions) closeLeastRecentlyUsed();
+      ++openSessions;
+      lock.unlock();
+      std::unique_ptr<Session> opened = open(path);
+      lock.lock();
+      lease.session = std::move(opened);
+      if (lease.session == nullptr) {
+        --openSessions;
+        m.unreadable = true;
+      }
+    }
+    return lease;
+  }
+
+  // Returns a checked-out session (lock held). A session whose module was taken over meanwhile is
+  // handed back to the caller to be closed after the lock is released.
+  std::unique_ptr<Session> checkIn(Lease& lease) {
+    Module& m = *lease.module;
+    if (lease.generation == m.generation) {
+      m.inUse = false;
+      m.session = std::move(lease.session);
+      returned.notify_all();
       return nullptr;
     }
-    ++openSessions;
-    return m.session.get();
+    if (lease.session != nullptr) --openSessions;
+    return std::move(lease.session);
   }
 
   void closeLeastRecentlyUsed() {
@@ -273,6 +353,33 @@ struct Symbolizer::Impl {
     if (oldest == nullptr) return;
     oldest->session.reset();
     --openSessions;
+  }
+
+  // The frames for (path, address): cached, else looked up with the module checked out. `wait`
+  // false: returns nullopt at once when another thread uses the module.
+  std::optional<std::vector<SymbolFrame>> answer(const std::string& path, uint64_t address, bool wait) {
+    std::unique_lock<std::mutex> lock(mu);
+    Module& m = modules[path];
+    while (true) {
+      auto cached = m.frames.find(address);
+      if (cached != m.frames.end()) return cached->second;
+      if (m.unreadable) return std::vector<SymbolFrame>{SymbolFrame{}};
+      if (!m.inUse) break;
+      if (!wait) return std::nullopt;
+      waitForModule(lock, m);
+    }
+    Lease lease = checkOut(lock, path, m);
+    if (lease.session == nullptr) {
+      checkIn(lease);
+      return std::vector<SymbolFrame>{SymbolFrame{}};
+    }
+    lock.unlock();
+    std::vector<SymbolFrame> frames = resolve(*lease.session, address);
+    lock.lock();
+    m.frames.emplace(address, frames);
+    std::unique_ptr<Session> dropped = checkIn(lease);
+    lock.unlock();
+    return frames;  // `dropped` (a taken-over module's old session) closes here, unlocked
   }
 
   static std::unique_ptr<Session> open(const std::string& path) {
@@ -441,34 +548,41 @@ Symbolizer::Symbolizer() : impl_(std::make_unique<Impl>()) {}
 Symbolizer::~Symbolizer() = default;
 
 std::vector<SymbolFrame> Symbolizer::symbolize(const std::string& modulePath, uint64_t address) {
-  Impl::Module& m = impl_->modules[modulePath];
-  auto cached = m.frames.find(address);
-  if (cached != m.frames.end()) return cached->second;
-  Impl::Session* s = impl_->session(modulePath, m);
-  if (s == nullptr) return {SymbolFrame{}};
-  std::vector<SymbolFrame> frames = Impl::resolve(*s, address);
-  m.frames.emplace(address, frames);
-  return frames;
+  return *impl_->answer(modulePath, address, true);
+}
+
+bool Symbolizer::prefetch(const std::string& modulePath, uint64_t address) {
+  return impl_->answer(modulePath, address, false).has_value();
 }
 
 std::string Symbolizer::buildId(const std::string& modulePath) {
-  Impl::Module& m = impl_->modules[modulePath];
+  Impl& impl = *impl_;
+  std::unique_lock<std::mutex> lock(impl.mu);
+  Impl::Module& m = impl.modules[modulePath];
+  while (!m.buildIdKnown && !m.unreadable && m.inUse) impl.waitForModule(lock, m);
   if (m.buildIdKnown) return m.buildId;
-  Impl::Session* s = impl_->session(modulePath, m);
-  m.buildIdKnown = true;
-  if (s == nullptr) return {};
-  const unsigned char* bits = nullptr;
-  GElf_Addr vaddr = 0;
-  const int length = dwfl_module_build_id(s->mod, &bits, &vaddr);
-  if (length <= 0 || bits == nullptr) return {};
-  static const char kHex[] = "0123456789abcdef";
+  if (m.unreadable) return {};
+  Impl::Lease lease = impl.checkOut(lock, modulePath, m);
   std::string hex;
-  hex.reserve(static_cast<size_t>(length) * 2);
-  for (int i = 0; i < length; ++i) {
-    hex.push_back(kHex[bits[i] >> 4]);
-    hex.push_back(kHex[bits[i] & 0xf]);
+  if (lease.session != nullptr) {
+    lock.unlock();
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    const int length = dwfl_module_build_id(lease.session->mod, &bits, &vaddr);
+    if (length > 0 && bits != nullptr) {
+      static const char kHex[] = "0123456789abcdef";
+      hex.reserve(static_cast<size_t>(length) * 2);
+      for (int i = 0; i < length; ++i) {
+        hex.push_back(kHex[bits[i] >> 4]);
+        hex.push_back(kHex[bits[i] & 0xf]);
+      }
+    }
+    lock.lock();
   }
+  m.buildIdKnown = true;
   m.buildId = hex;
+  std::unique_ptr<Impl::Session> dropped = impl.checkIn(lease);
+  lock.unlock();
   return hex;
 }
 

@@ -3,8 +3,14 @@
 // debug info (an exported function is never unresolved), separate debug files via build id
 // (/usr/lib/debug/.build-id) and .gnu_debuglink. Modules are opened lazily and cached; a module
 // that was dlclose'd (or deleted) is still read from its path.
-// Not thread-safe: use one Symbolizer per thread. At most 128 modules are held open at once (each
-// costs a file descriptor or two); the least recently used is closed, its answers stay cached.
+// At most 128 modules are held open at once (each costs a file descriptor or two); the least
+// recently used is closed, its answers stay cached.
+//
+// Thread-safe, built for one thread warming it up ahead of time (prefetch(), at low priority while
+// the program runs) and one answering (symbolize(), at the end). A module's libdw session is used
+// by one thread at a time; the answers are shared. symbolize() on a module another thread is using
+// waits while that thread makes progress, and otherwise (it is starved of CPU, e.g. SCHED_IDLE on a
+// busy machine) takes the module over with a fresh session: the answers are the same either way.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,10 @@ class Symbolizer {
   // for a return address the caller passes ip - 1). Innermost first: inlined functions, then the
   // function the code belongs to last. Never empty: an unknown address gives one empty frame.
   std::vector<SymbolFrame> symbolize(const std::string& modulePath, uint64_t address);
+
+  // Looks `address` up into the cache, for a later symbolize() to find. Never waits: when another
+  // thread is using the module it does nothing and returns false; true when the answer is cached.
+  bool prefetch(const std::string& modulePath, uint64_t address);
 
   // The module's GNU build id as lowercase hex, or empty.
   std::string buildId(const std::string& modulePath);

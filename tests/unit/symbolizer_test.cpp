@@ -5,11 +5,19 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -246,6 +254,137 @@ TEST(SymbolizerLibc, MallocResolvesToAMallocFunction) {
   // Whether libc6-dbg is installed (DWARF: __libc_malloc) or not (symbol table: malloc).
   EXPECT_NE(frames.back().function.find("malloc"), std::string::npos) << frames.back().function;
   EXPECT_NE(symbolizer.buildId(info.dli_fname), "");
+}
+
+// libc's path and module-relative addresses inside some of its functions (the entry and a few
+// bytes in), as the recorder would ask for them.
+std::pair<std::string, std::vector<uint64_t>> libcAddresses() {
+  void* mallocAddress = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info info{};
+  if (mallocAddress == nullptr || dladdr(mallocAddress, &info) == 0 || info.dli_fname == nullptr) return {};
+  void* libc = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (libc == nullptr) return {};
+  std::vector<uint64_t> addresses;
+  for (const char* name : {"malloc", "free", "calloc", "realloc", "qsort", "strtod", "printf", "fopen",
+                           "getaddrinfo", "regcomp", "strdup", "opendir", "setlocale", "posix_memalign"}) {
+    void* function = dlsym(libc, name);
+    if (function == nullptr) continue;
+    const uint64_t at = relativeTo(libc, reinterpret_cast<uintptr_t>(function));
+    addresses.push_back(at);
+    addresses.push_back(at + 9);
+  }
+  dlclose(libc);
+  return {info.dli_fname, addresses};
+}
+
+bool sameFrames(const std::vector<SymbolFrame>& a, const std::vector<SymbolFrame>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const SymbolFrame& x, const SymbolFrame& y) {
+    return x.function == y.function && x.file == y.file && x.line == y.line;
+  });
+}
+
+// The recorder's warm-up prefetches on one thread while the end symbolizes on another
+// (recorder/symbol_warmer.h): the answers are those of a Symbolizer used from one thread,
+// whichever thread got to a module or an address first.
+TEST_F(SymbolizerTest, PrefetchOnAnotherThreadGivesTheSameAnswers) {
+  auto [libc, libcAt] = libcAddresses();
+  ASSERT_FALSE(libcAt.empty());
+  std::vector<std::pair<std::string, uint64_t>> lookups;
+  for (uint64_t a : libcAt) lookups.emplace_back(libc, a);
+  for (const std::string& path : {library_, stripped_, debugLinked_})
+    for (uint64_t a : {inlineCallSite_, entryAddress_, uint64_t{0}}) lookups.emplace_back(path, a);
+  lookups.emplace_back("/nonexistent/libnothing.so", 0x10);
+
+  Symbolizer cold;
+  std::vector<std::vector<SymbolFrame>> expected;
+  for (const auto& [path, address] : lookups) expected.push_back(cold.symbolize(path, address));
+
+  for (int round = 0; round < 3; ++round) {
+    Symbolizer shared;
+    std::atomic<int> prefetched{0};
+    std::thread warm([&] {
+      for (const auto& [path, address] : lookups) prefetched += shared.prefetch(path, address) ? 1 : 0;
+    });
+    if (round == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it lead
+    for (size_t i = lookups.size(); i-- > 0;)  // the other way round: the threads meet midway
+      EXPECT_TRUE(sameFrames(shared.symbolize(lookups[i].first, lookups[i].second), expected[i]))
+          << lookups[i].first << "+" << lookups[i].second;
+    warm.join();
+    for (size_t i = 0; i < lookups.size(); ++i)
+      EXPECT_TRUE(sameFrames(shared.symbolize(lookups[i].first, lookups[i].second), expected[i]));
+    EXPECT_EQ(shared.buildId(library_), kBuildId);
+  }
+  // Alone, a prefetch always answers, and symbolize() then finds the answer.
+  Symbolizer alone;
+  for (const auto& [path, address] : lookups) EXPECT_TRUE(alone.prefetch(path, address));
+  for (size_t i = 0; i < lookups.size(); ++i)
+    EXPECT_TRUE(sameFrames(alone.symbolize(lookups[i].first, lookups[i].second), expected[i]));
+}
+
+// A prefetching thread starved of CPU (SCHED_IDLE on a CPU a busy thread keeps) while it holds
+// libc's session (opening it, decompressing its debug info) must not hold symbolize() up: the
+// module is taken over with a fresh session, and both threads' answers agree.
+TEST(SymbolizerThreads, StarvedPrefetchDoesNotHoldUpSymbolize) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  auto pinTo = [](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  };
+  auto [libc, libcAt] = libcAddresses();
+  ASSERT_FALSE(libcAt.empty());
+  const std::vector<SymbolFrame> expected = Symbolizer().symbolize(libc, libcAt[0]);
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+
+  // The starved thread may need long to finish its lookup once the test is done (other processes
+  // keep the CPUs busy under ctest -j): it owns what it uses and is waited for only briefly.
+  struct Warm {
+    Symbolizer symbolizer;
+    std::atomic<bool> started{false}, finished{false};
+  };
+  auto shared = std::make_shared<Warm>();
+  std::atomic<bool> done{false}, spinning{false};
+  std::thread spinner([&] {
+    pinTo(cpus[0]);
+    spinning = true;
+    while (!done.load()) {
+    }
+  });
+  while (!spinning.load()) std::this_thread::yield();
+  std::thread warm([shared, cpu = cpus[0], libc = libc, address = libcAt[0], pinTo] {
+    pinTo(cpu);
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+    shared->started = true;
+    shared->symbolizer.prefetch(libc, address);  // false when symbolize() got there first
+    shared->finished = true;
+  });
+  pinTo(cpus[1]);
+  while (!shared->started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // it checks the module out meanwhile
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<SymbolFrame> got = shared->symbolizer.symbolize(libc, libcAt[0]);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  done = true;
+  spinner.join();
+  pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+  EXPECT_TRUE(sameFrames(got, expected));
+  // A cold libc lookup takes ~0.1 s; waiting on the starved thread would take tens of seconds.
+  EXPECT_LT(seconds, 1.5);
+  // Neither the cached answer nor another address waits for the thread still holding its session.
+  EXPECT_TRUE(sameFrames(shared->symbolizer.symbolize(libc, libcAt[0]), expected));
+  EXPECT_TRUE(sameFrames(shared->symbolizer.symbolize(libc, libcAt[1]), Symbolizer().symbolize(libc, libcAt[1])));
+  for (int i = 0; i < 200 && !shared->finished.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (shared->finished.load()) warm.join();
+  else warm.detach();
 }
 
 TEST(SymbolizerErrors, MissingOrNonElfFileGivesOneEmptyFrame) {
