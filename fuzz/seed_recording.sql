@@ -16,10 +16,8 @@ INSERT INTO frames VALUES (1, 0, 'leaky(int)', 'seed.cpp', 12), (1, 1, 'outer', 
   (2, 0, 'main', 'seed.cpp', 50), (3, 0, NULL, NULL, NULL);
 -- stack_nodes rows (schema 3): nodes 1 [1, 2] and 2 [3] + parent 1's frames; node 3 [4] in image 2.
 INSERT INTO stack_nodes VALUES (1, 1, X'00020102010103'), (3, 2, X'000104');
-INSERT INTO sites VALUES
-  (1, 'malloc', 1, 10, 9000, 7, 6300, 3, 2700, 10, 9000, 2, 1800, 1, 10, 9000, 900, 900, 9, 7000000, 2),
-  (2, 'mmap', 1, 2, 8192, 1, 4096, 1, 4096, 2, 8192, 0, 0, 0, 2, 8192, 4096, 4096, 2, 100000, 0),
-  (3, 'new', 2, 3, 300, 0, 0, 3, 300, 3, 300, 0, 0, 0, 3, 300, 100, 100, 3, 0, 0);
+-- site_totals rows (schema 4): image 1's sites 1 (malloc) and 2 (mmap), image 2's site 3 (new).
+INSERT INTO site_totals (image_id, sites) VALUES (1, X'02000AA846079C31038C150AA84602880E010AA8468407840709C09FAB030202020280400180200180200280400000000280408020802002A08D0600'), (2, X'060103AC02000003AC0203AC0200000003AC026464030000');
 INSERT INTO allocations VALUES (1, 1, 100, 'malloc', 'malloc', 65536, 900, 1, 1000000, NULL, NULL),
   (2, 1, 100, 'malloc', 'realloc', 66536, 900, 1, 1500000, 2600000, 1),
   (3, 1, 100, 'mmap', 'mmap', 1048576, 4096, 2, 2000000, NULL, NULL),
