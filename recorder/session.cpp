@@ -39,12 +39,6 @@ constexpr uint64_t kRssEveryNs = 10'000'000;     // statm per image
 constexpr uint64_t kAnonEveryNs = 10'000'000;    // status RssAnon: a counter, as cheap as statm
 constexpr uint64_t kDaemonNoticeNs = 500'000'000;
 
-uint64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 std::string isoNow() {
   time_t t = time(nullptr);
   struct tm tm;
@@ -104,7 +98,7 @@ class HeartbeatThread {
   void loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      uint64_t now = nowNs();
+      uint64_t now = monotonicNs();
       for (RingReader* r : rings_) r->heartbeat(now);
       cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
@@ -199,7 +193,7 @@ void Session::registerImage(Registration reg) {
                  err.c_str());
     return;
   }
-  uint64_t now = nowNs();
+  uint64_t now = monotonicNs();
   if (!s.forked) {
     // The same pid with a fresh image: it exec'd, and the old image's writers are gone.
     for (size_t i = 0; i < tracked_.size(); ++i)
@@ -326,7 +320,7 @@ int Session::run(pid_t child) {
     // Every round, not only when poll said so: a registration must be in before records of
     // other images (a parent's ChildStatus) that were written after it are drained.
     acceptAll();
-    uint64_t now = nowNs();
+    uint64_t now = monotonicNs();
     busy = drainRound(now);
     closeDead(now);
     db_.maybeCommit(now);
@@ -402,7 +396,7 @@ int runSession(const SessionOptions& optIn) {
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  opt.recording.origin_ns = nowNs();
+  opt.recording.origin_ns = monotonicNs();
   Recording rec(*db, opt.recording);
   std::string command;
   for (const std::string& a : opt.argv) command += (command.empty() ? "" : " ") + a;
@@ -480,7 +474,7 @@ int runSession(const SessionOptions& optIn) {
   sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
   if (!symbolsStarted) startSymbols();
-  rec.finish(nowNs(), session.lost());
+  rec.finish(monotonicNs(), session.lost());
   if (symbolizer.joinable()) {
     symbolizer.join();
     if (db->ok() && !symbols.write(db->handle(), nullptr, &err))

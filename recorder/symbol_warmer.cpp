@@ -5,7 +5,6 @@
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,18 +14,14 @@
 #include <cstdio>
 #include <mutex>
 
+#include "tsc_clock.h"
+
 namespace memledger::recorder {
 namespace {
 
 constexpr uint64_t kMinBatchEveryNs = 50'000'000;  // between two batches
 constexpr uint64_t kPollEveryNs = 10'000'000;      // between two looks for new ips
 constexpr uint64_t kReadCostFactor = 20;           // reading costs the loop at most 1/20
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // The calling thread only gets a CPU (and the disk) nothing else wants: the traced program and
 // the recorder's loop keep theirs. SCHED_IDLE cannot be undone without privileges, which is why

@@ -4,13 +4,14 @@
 #include <x86intrin.h>
 
 namespace memledger::recorder {
-namespace {
 
 uint64_t monotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+namespace {
 
 // A pair read as close together as the two clocks allow: the TSC read twice around the clock
 // read, the tightest of a few tries kept.
@@ -20,7 +21,7 @@ void readPair(uint64_t* tsc, uint64_t* ns) {
     uint64_t before = __rdtsc();
     uint64_t t = monotonicNs();
     uint64_t after = __rdtsc();
-    if (after - before < best) {
+    if (i == 0 || after - before < best) {
       best = after - before;
       *tsc = before + (after - before) / 2;
       *ns = t;

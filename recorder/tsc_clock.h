@@ -13,6 +13,8 @@
 
 namespace memledger::recorder {
 
+uint64_t monotonicNs();  // CLOCK_MONOTONIC now, in nanoseconds: the recorder's one clock read
+
 class TscClock {
  public:
   static TscClock& instance();  // the first pair is read on first use
