@@ -116,17 +116,25 @@ inline void copyFrame(Frame& d, const Frame& s) {
   d.needsRbp = needs;
 }
 
-// The reads `rev[r]` and the frames outside it made still give what they gave.
-inline bool suffixHolds(const Trace* t, int r) {
+// The stack slots the walk read at rev[r] and every frame outside it, each with the value it
+// read there: the return address (the caller's pc; 0 at the outermost frame) and, where the walk
+// on uses it, the caller's saved rbp (a program's -O2 code keeps any value there otherwise).
+// Calls f(slot, value) for each, innermost first; stops, returning false, when f does.
+template <class F>
+inline bool forEachSlotRead(const Frame* rev, int r, F&& f) {
   for (int i = r; i >= 0; --i) {
-    const Frame& f = t->rev[i];
-    if (f.raSlot && *reinterpret_cast<const uint64_t*>(f.raSlot) != (i > 0 ? t->rev[i - 1].pc : 0))
-      return false;
-    // A saved rbp matters only to a walk that uses it (a program's -O2 code keeps any value there).
-    if (f.rbpSlot && t->rev[i - 1].needsRbp && *reinterpret_cast<const uint64_t*>(f.rbpSlot) != t->rev[i - 1].rbp)
-      return false;
+    const Frame& fr = rev[i];
+    if (fr.raSlot && !f(fr.raSlot, i > 0 ? rev[i - 1].pc : 0)) return false;
+    if (fr.rbpSlot && i > 0 && rev[i - 1].needsRbp && !f(fr.rbpSlot, rev[i - 1].rbp)) return false;
   }
   return true;
+}
+
+// The reads `rev[r]` and the frames outside it made still give what they gave.
+inline bool suffixHolds(const Trace* t, int r) {
+  return forEachSlotRead(t->rev, r, [](uint64_t slot, uint64_t value) {
+    return *reinterpret_cast<const uint64_t*>(slot) == value;
+  });
 }
 
 // Sets c from the trace `t` (n frames, all hashes set). The trace holds only program frames:
@@ -182,20 +190,15 @@ void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
   e.needsRbp = static_cast<uint32_t>(inner.needsRbp);
   e.hash = hash;
   e.gen = gen;
-  // The slots suffixHolds() would read, innermost first (where a changed stack differs first).
+  for (int i = 0; i < n; ++i) e.pcs[i] = t->rev[n - 1 - i].pc;
+  // The slots suffixHolds() reads for the whole trace, innermost first (where a changed stack
+  // differs first).
   uint32_t k = 0;
-  for (int i = n - 1; i >= 0; --i) {
-    const Frame& f = t->rev[i];
-    e.pcs[n - 1 - i] = f.pc;
-    if (f.raSlot) {
-      e.check[k][0] = f.raSlot;
-      e.check[k++][1] = i > 0 ? t->rev[i - 1].pc : 0;
-    }
-    if (f.rbpSlot && i > 0 && t->rev[i - 1].needsRbp) {
-      e.check[k][0] = f.rbpSlot;
-      e.check[k++][1] = t->rev[i - 1].rbp;
-    }
-  }
+  forEachSlotRead(t->rev, n - 1, [&](uint64_t slot, uint64_t value) {
+    e.check[k][0] = slot;
+    e.check[k++][1] = value;
+    return true;
+  });
   e.checks = k;
   e.n = static_cast<uint32_t>(n);
 }
