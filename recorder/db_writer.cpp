@@ -249,12 +249,6 @@ constexpr size_t kBucketsPerRow = 256;
 constexpr size_t kSitesPerRow = 4096;  // readers only ever scan all sites
 using packed::putVarint;
 
-uint64_t kindCode(const char* kind) {
-  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
-  for (uint64_t i = 0; i < std::size(names); ++i)
-    if (std::strcmp(kind, names[i]) == 0) return i;
-  return 0;
-}
 }  // namespace
 
 void DbWriter::insertStack(int64_t id, int64_t image, const uint32_t* ipIds, size_t n, int64_t parent) {
@@ -298,7 +292,7 @@ void DbWriter::insertSite(const SiteRow& r) {
   }
   packed::putSigned(sites_.bytes, r.stack_id - prevSiteStack_);
   prevSiteStack_ = r.stack_id;
-  putVarint(sites_.bytes, kindCode(r.kind));
+  putVarint(sites_.bytes, r.kind);
   const uint64_t vals[] = {r.alloc_count, r.alloc_bytes, r.free_count, r.freed_bytes, r.leak_count,
                            r.leak_bytes, r.peak_count, r.peak_bytes, r.temp_count, r.temp_bytes,
                            r.realloc_count, r.max_live_count, r.max_live_bytes, r.min_size,

@@ -38,7 +38,7 @@ struct ProcessRow {
 
 struct SiteRow {
   int64_t stack_id = 0;
-  const char* kind = "malloc";
+  uint8_t kind = 0;  // wire::AllocKind, which is site_totals' kind code (see the schema)
   int64_t image_id = 0;
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
   uint64_t leak_count = 0, leak_bytes = 0, peak_count = 0, peak_bytes = 0;

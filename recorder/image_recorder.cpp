@@ -480,7 +480,7 @@ void ImageRecorder::close(uint64_t ts) {
     }
     SiteRow row;
     row.stack_id = s.stack_id;
-    row.kind = kindName(static_cast<uint8_t>(s.kind));
+    row.kind = static_cast<uint8_t>(s.kind);
     row.image_id = id_;
     row.alloc_count = s.alloc_count;
     row.alloc_bytes = s.alloc_bytes;

@@ -192,11 +192,10 @@ TEST(RecorderSchema, SiteTotalsRoundTripThroughTheSitesTable) {
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
-  const char* kinds[] = {"malloc", "new", "mmap", "custom"};
   auto row = [&](int64_t stack, int64_t image, uint64_t base) {
     memledger::recorder::SiteRow r;
     r.stack_id = stack;
-    r.kind = kinds[stack % 4];
+    r.kind = static_cast<uint8_t>(stack % 4);  // malloc, new, mmap, custom
     r.image_id = image;
     uint64_t* f[] = {&r.alloc_count, &r.alloc_bytes, &r.free_count, &r.freed_bytes, &r.leak_count,
                      &r.leak_bytes, &r.peak_count, &r.peak_bytes, &r.temp_count, &r.temp_bytes,
