@@ -226,13 +226,19 @@ class RecordingFixture : public ::testing::Test {
     db_->commit();
   }
 
-  int64_t query(const std::string& sql) {
+  // The second connection, opened on first use, with the packed tables readable the way the
+  // queries expect (`sites` over site_totals; TEMP `stacks` and `timeline` rebuilt every time).
+  void readRecording() {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));  // `sites` over site_totals
+      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));
     }
     unpackStackNodes(reader_);
     unpackTimeline(reader_);
+  }
+
+  int64_t query(const std::string& sql) {
+    readRecording();
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
         << sql << ": " << sqlite3_errmsg(reader_);
@@ -244,12 +250,7 @@ class RecordingFixture : public ::testing::Test {
   }
 
   std::string text(const std::string& sql) {
-    if (!reader_) {
-      EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));  // `sites` over site_totals
-    }
-    unpackStackNodes(reader_);
-    unpackTimeline(reader_);
+    readRecording();
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
     std::string v = "<no row>";
@@ -268,7 +269,7 @@ class RecordingFixture : public ::testing::Test {
     int64_t allocs, alloc_bytes;
   };
   std::vector<Activity> activity() {
-    query("SELECT 1");  // opens reader_
+    readRecording();
     std::vector<Activity> out;
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(reader_, "SELECT buckets FROM site_buckets ORDER BY image_id, id", -1, &st,
