@@ -11,10 +11,11 @@
 // the same CFA offset and save slots); from there on the walk is a function of that state and the
 // slots it reads (the rules per pc are fixed while the code stays mapped), so when every one of
 // those slots still holds the value read last time, the rest of the trace is the same and is
-// reused. The check reads one or two words per frame, all independent
-// loads. Whole traces are also kept by their innermost frame's state (CachedTrace): a capture that
-// starts in a kept state with every slot unchanged is that trace, with no frame walked at all. Nothing is guessed: a mismatch, an unknown rule, a signal frame, a CFA expression, a
-// frame outside any file-backed module all fall back to a full walk or to unw_backtrace.
+// reused. The check reads one or two words per frame, all independent loads. Whole traces are
+// also kept by their innermost frame's state (CachedTrace): a capture that starts in a kept state
+// with every slot unchanged is that trace, with no frame walked at all. Nothing is guessed: a
+// mismatch, an unknown rule, a signal frame, a CFA expression, a frame outside any file-backed
+// module all fall back to a full walk or to unw_backtrace.
 //
 // The rules (CFA = rsp|rbp + offset, where the return address and the caller's rbp are saved)
 // come from each module's .eh_frame through elfutils' libdw (dlopen'ed RTLD_LOCAL, like
