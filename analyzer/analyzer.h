@@ -67,6 +67,7 @@ struct RecordingInfo {
   int64_t duration_ns = 0;
   int64_t wait_ns = 0;        // total time programs waited for ring space
   int64_t lost_records = 0;
+  int64_t recorder_cpu_ns = -1;  // the recorder's draining thread's CPU time; -1: not recorded
   int64_t bucket_ns = 0;      // timeline bucket width
   int64_t fold_threshold_ns = 0;
   // Which blocks have an `allocations` row: "leaks" (only blocks live at the end of their

@@ -252,6 +252,7 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
       else if (key == "duration_ns") info.duration_ns = toInt(value);
       else if (key == "wait_ns") info.wait_ns = toInt(value);
       else if (key == "lost_records") info.lost_records = toInt(value);
+      else if (key == "recorder_cpu_ns") info.recorder_cpu_ns = toInt(value);
       else if (key == "bucket_ns") info.bucket_ns = toInt(value);
       else if (key == "fold_threshold_ns") info.fold_threshold_ns = toInt(value);
       else if (key == "allocation_rows") info.allocation_rows = value;

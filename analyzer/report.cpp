@@ -145,16 +145,18 @@ json toJson(const std::vector<Suggestion>& ss) {
 }
 
 json toJson(const RecordingInfo& i) {
-  return {{"path", i.path},
-          {"complete", i.complete},
-          {"duration_ns", i.duration_ns},
-          {"wait_ns", i.wait_ns},
-          {"lost_records", i.lost_records},
-          {"bucket_ns", i.bucket_ns},
-          {"version", i.version},
-          {"schema_version", i.schema_version},
-          {"allocation_rows", i.allocation_rows},
-          {"command", i.command}};
+  json out = {{"path", i.path},
+              {"complete", i.complete},
+              {"duration_ns", i.duration_ns},
+              {"wait_ns", i.wait_ns},
+              {"lost_records", i.lost_records},
+              {"bucket_ns", i.bucket_ns},
+              {"version", i.version},
+              {"schema_version", i.schema_version},
+              {"allocation_rows", i.allocation_rows},
+              {"command", i.command}};
+  if (i.recorder_cpu_ns >= 0) out["recorder_cpu_ns"] = i.recorder_cpu_ns;
+  return out;
 }
 
 json toJson(const Report& r) {

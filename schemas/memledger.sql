@@ -28,7 +28,9 @@ PRAGMA user_version = 4;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
--- lost_records, complete ('1' once the recorder finished normally),
+-- lost_records, complete ('1' once the recorder finished normally), recorder_cpu_ns (CPU time
+-- of the recorder's draining thread: drain, pair, aggregate, write, until the last process was
+-- closed; symbolization not included; absent in files of older recorders),
 -- allocation_rows (which blocks have an `allocations` row: 'leaks' = only blocks live at the end
 -- of their process, the default; 'long_lived' = also freed blocks that lived at least
 -- fold_threshold_ns; 'all' = every block; absent in version 1 files, where fold_threshold_ns 0

@@ -135,6 +135,20 @@ TEST(TempStorm, EveryPairIsATemporaryAndThePoolIsSuggested) {
   EXPECT_TRUE(withStack) << json(named).dump(1);
 }
 
+// The recorder notes what draining cost its own thread (bench/ divides events by it: the rate
+// it keeps up with on a core of its own). 2M events cannot be drained in no time, and one
+// thread's CPU time cannot exceed the wall time it ran for.
+TEST(TempStorm, RecorderCpuTimeIsRecordedAndWithinTheRun) {
+  const json& report = reportOnce(recordSampleUnchanged("temp_storm"));
+  const json& info = report["recording"];
+  ASSERT_TRUE(info.contains("recorder_cpu_ns")) << info.dump(1);
+  const int64_t cpu = info["recorder_cpu_ns"].get<int64_t>();
+  EXPECT_GT(cpu, 0);
+  // duration_ns ends when the recording was finished, after the draining thread's last work;
+  // 10 ms: rusage's tick rounding.
+  EXPECT_LE(cpu, info["duration_ns"].get<int64_t>() + 10'000'000) << info.dump(1);
+}
+
 TEST(ReallocGrowth, GrowingByReallocSuggestsReservingCapacity) {
   const Recorded& rec = recordSampleUnchanged("realloc_growth");
   EXPECT_EQ(rec.program.status, 0);
