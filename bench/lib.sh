@@ -6,13 +6,13 @@
 #   memledger_setup PATH       ML=PATH when `record` works, else ML_NA=<reason>
 #   workload_cmd NAME          WL_CMD / WL_ENV arrays for a workload, or WL_SKIP=<reason>
 #   kv KEY LINE                the value of KEY=... in a measure line
-#   recording_facts ML DB      events=, wait_ns=, lost=, duration_ns= of a recording
+#   recording_facts ML DB      events=, wait_ns=, lost=, duration_ns=, recorder_cpu_ns= of a recording
 #   machine_line               nproc, CPU model, kernel, memory in one line
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH/.." && pwd)"
 OUT="$BENCH/out"
-ALL_WORKLOADS=(malloc_storm mt_storm py_dict sqlite_insert torch_mlp)
+ALL_WORKLOADS=(malloc_storm mt_storm mt_paced py_dict sqlite_insert torch_mlp)
 # A hung run must not eat the session: each measured command gets this many seconds.
 RUN_TIMEOUT="${BENCH_RUN_TIMEOUT:-300}"
 # Reporters get less: a report that takes minutes is a finding, shown as "timed out", and must
@@ -96,6 +96,9 @@ workload_cmd() {
   case "$1" in
     malloc_storm) WL_CMD=("$OUT/malloc_storm") ;;
     mt_storm) WL_CMD=("$OUT/mt_storm") ;;
+    # The same 20M events paced to 10M events/s (2 s unprofiled): unpaced, 4 threads make
+    # events far faster than that, so only a paced run shows whether a recorder keeps 10M/s.
+    mt_paced) WL_CMD=("$OUT/mt_storm" 10000000 --rate 10000000) ;;
     py_dict)
       # Set for the whole measured command (the profilers pass it on), never via `env` as the
       # traced program, which would make the profilers trace env and follow an exec.
@@ -115,8 +118,10 @@ workload_cmd() {
 }
 
 # A recording's facts as KEY=VALUE words (read them with kv): events (allocations + frees, the
-# sum over `sites`), wait_ns, lost (records), duration_ns. Through `memledger report --json`, not
-# sqlite3: recordings are zstd-compressed once complete. Empty when the file cannot be read.
+# sum over `sites`), wait_ns, lost (records), duration_ns, recorder_cpu_ns (the draining
+# thread's CPU time; empty for a recording made before the recorder wrote it). Through
+# `memledger report --json`, not sqlite3: recordings are zstd-compressed once complete. Empty
+# when the file cannot be read.
 recording_facts() {  # recording_facts MEMLEDGER DB
   "$1" report "$2" --json 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
@@ -125,7 +130,8 @@ try:
 except ValueError:
     sys.exit(0)
 t, r = j["totals"], j["recording"]
-print("events=%d wait_ns=%d lost=%d duration_ns=%d" % (t["allocations"] + t["frees"], r["wait_ns"], r["lost_records"], r["duration_ns"]))'
+cpu = r.get("recorder_cpu_ns")
+print("events=%d wait_ns=%d lost=%d duration_ns=%d recorder_cpu_ns=%s" % (t["allocations"] + t["frees"], r["wait_ns"], r["lost_records"], r["duration_ns"], "" if cpu is None else "%d" % cpu))'
 }
 
 machine_line() {

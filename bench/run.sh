@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# memledger vs heaptrack vs no profiler, end to end, on five workloads.
+# memledger vs heaptrack vs no profiler, end to end, on six workloads.
 #
 #   bench/run.sh [--quick] [--runs N] [--memledger PATH] [--build] [WORKLOAD...]
 #
 #   --quick           one run of each (default: 3, or --runs N)
 #   --memledger PATH  the memledger binary (default build/bin/memledger)
 #   --build           run ./scripts/build.sh first (builds build/bin/memledger)
-#   WORKLOAD          any of: malloc_storm mt_storm py_dict sqlite_insert torch_mlp (default: all)
+#   WORKLOAD          any of: malloc_storm mt_storm mt_paced py_dict sqlite_insert torch_mlp
+#                     (default: all)
 #
 # For each workload the three modes run interleaved (baseline, heaptrack, memledger, then again),
 # so slow drift of a shared machine hits them alike. Times are wall clock of the whole command:
@@ -51,7 +52,7 @@ RES="$OUT/results.tsv" INFO="$OUT/results.info"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS" "$OUT/traces"
 rm -f "$LOGS"/*.log
-printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_bytes\treport_s\treport_kb\treport_status\tevents\twait_ns\n' > "$RES"
+printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_bytes\treport_s\treport_kb\treport_status\tevents\twait_ns\trecorder_cpu_ns\n' > "$RES"
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "machine=$(machine_line)"
@@ -72,15 +73,15 @@ printf 'workload\tmode\trun\twall_s\tstatus\thwm_kb\ttree_kb\trecorder_kb\tsize_
 [[ -n "$HT_NA" ]] && echo "heaptrack: n/a ($HT_NA)"
 [[ -n "$ML_NA" ]] && echo "memledger: n/a ($ML_NA)"
 
-# row WORKLOAD MODE RUN MEASURE_LINE [recorder_kb size report_line events wait_ns]
+# row WORKLOAD MODE RUN MEASURE_LINE [recorder_kb size report_line events wait_ns recorder_cpu_ns]
 row() {
   local m="$4" r="${7:-}" rstatus=""
   # A reporter killed by the timeout leaves no measure line at all.
   [[ -z "$r" && "$2" != base ]] && rstatus=killed
   [[ -n "$r" ]] && rstatus="$(kv status "$r")"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
     "$(kv wall_s "$m")" "$(kv status "$m")" "$(kv hwm_kb "$m")" "$(kv tree_maxrss_kb "$m")" \
-    "${5:-}" "${6:-}" "$(kv wall_s "$r")" "$(kv hwm_kb "$r")" "$rstatus" "${8:-}" "${9:-}" >> "$RES"
+    "${5:-}" "${6:-}" "$(kv wall_s "$r")" "$(kv hwm_kb "$r")" "$rstatus" "${8:-}" "${9:-}" "${10:-}" >> "$RES"
 }
 
 # Runs one measured command with the workload's environment; the program's stdout is dropped
@@ -144,7 +145,8 @@ for w in "${WORKLOADS[@]}"; do
         events="$(kv events "$facts")"
         wait_ns="$(kv wait_ns "$facts")"
         row "$w" memledger "$r" "$(last_line "$m")" "$(kv hwm_kb "$(last_line "$m")")" \
-          "$(stat -c %s "$db")" "$(last_line "$m.rep")" "$events" "$wait_ns"
+          "$(stat -c %s "$db")" "$(last_line "$m.rep")" "$events" "$wait_ns" \
+          "$(kv recorder_cpu_ns "$facts")"
         echo "$w run $r: memledger $(kv wall_s "$(last_line "$m")") s, report $(kv wall_s "$(last_line "$m.rep")") s"
       else
         reason="exit status $(kv status "$(last_line "$m")"): $(grep 'memledger' "$log" | tail -1)"

@@ -68,10 +68,13 @@ __attribute__((noinline)) inline long descend(int depth, int site, Rng& rng, int
   }
 }
 
-// Makes `pairs` malloc/free pairs, cycling through the four sites. When `keepGoing` is given the
-// storm runs until it returns false instead (checked once per batch).
-template <class KeepGoing>
-long run(long pairs, std::uint64_t seed, KeepGoing keepGoing) {
+// Makes `pairs` malloc/free pairs, cycling through the four sites. When `pairs` is negative the
+// storm runs until `keepGoing` returns false instead (checked once per batch). `afterBatch(done)`
+// is called after each batch with the pairs made so far, outside the descent so it adds no frame
+// to the recorded stacks (mt_storm --rate sleeps there); the overload without it passes a no-op
+// that inlines away, so an unpaced storm costs what it did.
+template <class KeepGoing, class AfterBatch>
+long run(long pairs, std::uint64_t seed, KeepGoing keepGoing, AfterBatch afterBatch) {
   Rng rng{seed | 1};
   long done = 0;
   for (long b = 0; pairs < 0 ? keepGoing() : done < pairs; ++b) {
@@ -81,8 +84,14 @@ long run(long pairs, std::uint64_t seed, KeepGoing keepGoing) {
     // frames (__libc_start_call_main, __libc_start_main, _start): d = depth - 5. A
     // thread's start frames are about as many (the thread function, start_thread, clone3).
     done += descend(kSiteDepth[site] - 5, site, rng, n);
+    afterBatch(done);
   }
   return done;
+}
+
+template <class KeepGoing>
+long run(long pairs, std::uint64_t seed, KeepGoing keepGoing) {
+  return run(pairs, seed, keepGoing, [](long) {});
 }
 
 }  // namespace storm
