@@ -114,14 +114,13 @@ void ImageRecorder::onRecord(const Decoded& r) {
   }
 }
 
-ImageRecorder::ThreadState& ImageRecorder::thread(uint32_t tid) {
-  if (lastThread_ && tid == lastTid_) return *lastThread_;
+ImageRecorder::ThreadState& ImageRecorder::otherThread(uint32_t tid) {
   lastThread_ = threads_.insert(uint64_t{tid} + 1).first;  // +1: key 0 means empty
   lastTid_ = tid;
   return *lastThread_;
 }
 
-uint32_t ImageRecorder::siteFor(uint64_t hash, AllocKind kind) {
+uint32_t ImageRecorder::newSiteFor(uint64_t hash, int k) {
   // Hash 0 is "no stack"; the map reserves key 0, so that stack lives under a key no real hash
   // takes (hashFrames never returns 0, and ~0 stands in for it).
   uint64_t key = mapKey(hash);
@@ -137,7 +136,6 @@ uint32_t ImageRecorder::siteFor(uint64_t hash, AllocKind kind) {
     else
       idx = internStack(key, nullptr, 0);
   }
-  int k = static_cast<int>(kind) < static_cast<int>(AllocKind::Count) ? static_cast<int>(kind) : 0;
   int32_t& site = stacks_[idx].site[k];
   if (site < 0) {
     site = static_cast<int32_t>(sites_.size());
@@ -150,7 +148,7 @@ uint32_t ImageRecorder::siteFor(uint64_t hash, AllocKind kind) {
   return static_cast<uint32_t>(site);
 }
 
-void ImageRecorder::touch(Site& s) {
+ML_HOT void ImageRecorder::touch(Site& s) {
   if (s.stamp < epoch_) {
     s.at_peak_count = s.cur_count;
     s.at_peak_bytes = s.cur_bytes;
@@ -158,7 +156,7 @@ void ImageRecorder::touch(Site& s) {
   }
 }
 
-void ImageRecorder::bucketAt(uint64_t t) {
+void ImageRecorder::newBucketAt(uint64_t t) {
   if (t < bucketEnd_) {  // the current bucket (or a little behind it): no division per event
     if (!pendingSamples_.empty() && pendingSamples_.front().t <= t) applySamples(t);
     return;
@@ -217,7 +215,7 @@ void ImageRecorder::flushBucket() {
   bucketSites_.clear();
 }
 
-void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
   Site& s = sites_[site];
   if (s.bucket_allocs == 0) bucketSites_.push_back(site);
   ++s.bucket_allocs;
@@ -226,7 +224,7 @@ void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
   bucket_.allocBytes += size;
 }
 
-void ImageRecorder::heapChanged(int64_t delta, uint64_t t) {
+ML_HOT void ImageRecorder::heapChanged(int64_t delta, uint64_t t) {
   heapLive_ += delta;
   bucket_.heapMax = std::max(bucket_.heapMax, heapLive_);
   bucket_.heapMin = std::min(bucket_.heapMin, heapLive_);
@@ -245,7 +243,7 @@ void ImageRecorder::mmapChanged(int64_t delta, uint64_t t) {
   }
 }
 
-static void countAlloc(Site& s, uint64_t size) {
+ML_HOT static void countAlloc(Site& s, uint64_t size) {
   if (s.alloc_count && size == s.last_size) ++s.same_size_count;
   s.last_size = size;
   ++s.alloc_count;
@@ -258,7 +256,7 @@ static void countAlloc(Site& s, uint64_t size) {
   s.max_live_bytes = std::max(s.max_live_bytes, s.cur_bytes);
 }
 
-void ImageRecorder::onAlloc(const Decoded& r) {
+ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
   uint64_t t = rel(r.ts);
   bucketAt(t);
   uint8_t op = static_cast<uint8_t>(r.aux);
@@ -291,7 +289,7 @@ void ImageRecorder::onAlloc(const Decoded& r) {
   heapChanged(static_cast<int64_t>(r.b), t);
 }
 
-void ImageRecorder::onFree(const Decoded& r) {
+ML_HOT void ImageRecorder::onFree(const Decoded& r) {
   uint64_t t = rel(r.ts);
   bucketAt(t);
   uint8_t op = static_cast<uint8_t>(r.aux);
@@ -311,7 +309,7 @@ void ImageRecorder::onFree(const Decoded& r) {
   th.reallocOf = row;
 }
 
-uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t, wire::Op op,
+ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t, wire::Op op,
                                   bool missed) {
   Site& s = sites_[b.site];
   touch(s);
@@ -340,7 +338,7 @@ uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint64_t t,
   return row;
 }
 
-uint32_t ImageRecorder::takeReallocOf(const LiveBlock& b, uint64_t address) {
+ML_HOT uint32_t ImageRecorder::takeReallocOf(const LiveBlock& b, uint64_t address) {
   uint32_t id = 0;
   if (b.hasReallocOf()) reallocOf_.erase(mapKey(address), &id);
   return id;

@@ -35,6 +35,9 @@ class RecordSink {
   // timestamp raw, no payload): a sink may start fetching the memory it will touch for it.
   // Records still arrive at onRecord strictly in order.
   virtual void prefetch(const wire::Record& ahead) { (void)ahead; }
+  // Asked once per round: whether prefetch() is worth calling for this round's records (a live
+  // set that fits in the cache gains nothing, and the hint cost ~20 instructions a record).
+  virtual bool wantsPrefetch() const { return false; }
 };
 
 // A registration received on the control socket.

@@ -20,19 +20,31 @@ class TscClock {
   static TscClock& instance();  // the first pair is read on first use
 
   // The mapping at one moment, copied out so a batch converts without touching shared state.
+  // Integer arithmetic: every record is converted, and the unsigned <-> double conversions of a
+  // floating-point line took 18 of the reader's ~400 instructions per record. The slope is kept
+  // in 16.48 fixed point (a relative error of ~1e-14 at GHz rates: 0.04 ns over an hour), and
+  // the conversion is monotonic in the stamp, as the merge needs.
   struct Line {
     uint64_t tsc0 = 0, ns0 = 0;
-    double nsPerTick = 0;
+    uint64_t slope48 = 0;  // ns per tick * 2^48
+    static constexpr int kShift = 48;
+    static uint64_t slopeOf(double nsPerTick) {
+      double scaled = nsPerTick * static_cast<double>(uint64_t{1} << kShift);
+      if (!(scaled > 0)) return 0;
+      return scaled >= 18446744073709549568.0 ? UINT64_MAX : static_cast<uint64_t>(scaled + 0.5);
+    }
     uint64_t toNs(uint64_t tsc) const {
-      double ns = static_cast<double>(ns0) + static_cast<double>(static_cast<int64_t>(tsc - tsc0)) * nsPerTick;
-      return ns <= 0 ? 0 : static_cast<uint64_t>(ns);
+      using u128 = unsigned __int128;
+      if (tsc >= tsc0) return ns0 + static_cast<uint64_t>((u128{tsc - tsc0} * slope48) >> kShift);
+      uint64_t back = static_cast<uint64_t>((u128{tsc0 - tsc} * slope48) >> kShift);
+      return back >= ns0 ? 0 : ns0 - back;
     }
   };
 
   // Reads a fresh pair (call before converting a batch of records) and returns the line.
   Line refresh();
   uint64_t toNs(uint64_t tsc) const { return line().toNs(tsc); }
-  Line line() const { return Line{tsc0_, ns0_, nsPerTick_.load(std::memory_order_relaxed)}; }
+  Line line() const { return Line{tsc0_, ns0_, Line::slopeOf(nsPerTick_.load(std::memory_order_relaxed))}; }
 
  private:
   TscClock();

@@ -52,3 +52,39 @@ TEST(TscClock, StampsLandWhereTheMonotonicClockIs) {
   EXPECT_LT(std::llabs(tscSpan - nsSpan), 50000) << tscSpan << " vs " << nsSpan;
   EXPECT_LE(clock.toNs(t0), clock.toNs(t0 + 1));
 }
+
+// The conversion is integer fixed point: check it against exact arithmetic at the edges that
+// matter (a span of hours, stamps before the line's first pair, the clamp at 0, monotonicity).
+// The slope is rounded to 2^-48 ns per tick, so a value may be 1 ns off the exact one.
+TEST(TscClock, LineConvertsExactlyEnoughAndInOrder) {
+  auto near = [](uint64_t got, uint64_t exact) {
+    return std::llabs(static_cast<long long>(got - exact)) <= 1;
+  };
+  TscClock::Line line;
+  line.tsc0 = 10'000'000'000ull;
+  line.ns0 = 5'000'000'000ull;
+  line.slope48 = TscClock::Line::slopeOf(1.0 / 2.5);  // a 2.5 GHz counter
+  EXPECT_EQ(line.toNs(line.tsc0), line.ns0);
+  EXPECT_PRED2(near, line.toNs(line.tsc0 + 2'500'000'000ull), line.ns0 + 1'000'000'000ull);
+  // Three hours of ticks.
+  const uint64_t ticks = 3ull * 3600 * 2'500'000'000ull;
+  EXPECT_PRED2(near, line.toNs(line.tsc0 + ticks), line.ns0 + ticks * 2 / 5);
+  // Before the first pair: earlier stamps map earlier, never below 0.
+  EXPECT_PRED2(near, line.toNs(line.tsc0 - 2'500'000), line.ns0 - 1'000'000);
+  EXPECT_PRED2(near, line.toNs(0), line.ns0 - 4'000'000'000ull);
+  TscClock::Line early = line;
+  early.ns0 = 100;
+  EXPECT_EQ(early.toNs(0), 0u);
+  EXPECT_EQ(early.toNs(early.tsc0 - 2500), 0u);
+  // Monotonic, step by step, across tsc0.
+  uint64_t last = 0;
+  for (uint64_t t = line.tsc0 - 50; t < line.tsc0 + 50; ++t) {
+    EXPECT_LE(last, line.toNs(t)) << t;
+    last = line.toNs(t);
+  }
+  // A slope of 0 (no second pair yet) maps everything to ns0; a huge one saturates, not wraps.
+  TscClock::Line flat = line;
+  flat.slope48 = TscClock::Line::slopeOf(0.0);
+  EXPECT_EQ(flat.toNs(line.tsc0 + 12345), line.ns0);
+  EXPECT_EQ(TscClock::Line::slopeOf(1e30), UINT64_MAX);
+}
