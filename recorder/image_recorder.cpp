@@ -159,7 +159,7 @@ ML_HOT void ImageRecorder::touch(Site& s) {
 void ImageRecorder::newBucketAt(uint64_t t) {
   if (t < bucketEnd_) {  // the current bucket (or a little behind it): no division per event
     if (!pendingSamples_.empty() && pendingSamples_.front().t <= t) applySamples(t);
-    return;
+    return;  // applySamples() refreshed quietUntil_
   }
   int64_t idx = static_cast<int64_t>(t / opt_.bucket_ns);
   if (idx <= bucket_.index) {  // same bucket, or a timestamp a little behind: stay
@@ -174,6 +174,7 @@ void ImageRecorder::newBucketAt(uint64_t t) {
   applySamples(t);
   bucket_ = Bucket{idx, -1, heapLive_, heapLive_, 0, 0, 0};
   bucketEnd_ = static_cast<uint64_t>(idx + 1) * opt_.bucket_ns;
+  refreshQuiet();
 }
 
 // A marker starts a phase at an exact instant: the bucket around it is cut there, so what came
@@ -438,6 +439,7 @@ void ImageRecorder::sampleMemory(uint64_t ts, uint64_t rssBytes, std::optional<u
   // stream reaches its time, unless the ring is drained (then nothing older can come).
   if (pendingSamples_.size() >= 1024) pendingSamples_.erase(pendingSamples_.begin());
   pendingSamples_.push_back(Sample{t, rssBytes, anonBytes});
+  refreshQuiet();
   if (caughtUp) bucketAt(t);
 }
 
@@ -449,6 +451,7 @@ void ImageRecorder::applySamples(uint64_t t) {
     ++n;
   }
   if (n) pendingSamples_.erase(pendingSamples_.begin(), pendingSamples_.begin() + static_cast<long>(n));
+  refreshQuiet();
 }
 
 void ImageRecorder::close(uint64_t ts) {

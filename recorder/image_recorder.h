@@ -23,6 +23,7 @@
 //   own curve and peak. sites.peak_* of every kind is what was live at the heap peak.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -198,10 +199,13 @@ class ImageRecorder final : public RecordSink {
   // instructions per event on a malloc storm).
   ML_HOT void touch(Site& s);  // copies the live state into the peak snapshot once per peak epoch
   ML_HOT void bucketAt(uint64_t t) {
-    if (t < bucketEnd_ && pendingSamples_.empty()) return;  // the current bucket, no sample due
+    if (t < quietUntil_) return;  // the current bucket, no sample due
     newBucketAt(t);
   }
   void newBucketAt(uint64_t t);
+  void refreshQuiet() {
+    quietUntil_ = pendingSamples_.empty() ? bucketEnd_ : std::min(bucketEnd_, pendingSamples_.front().t);
+  }
   void flushBucket();
   ML_HOT void countInBucket(uint32_t site, uint64_t size);
   void splitBucketAt(uint64_t t);
@@ -284,6 +288,7 @@ class ImageRecorder final : public RecordSink {
   std::optional<int> exitRecord_;
   Bucket bucket_;
   uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)
+  uint64_t quietUntil_ = 0;  // before this, an event needs nothing of bucketAt (bucketEnd_, next sample)
   std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
   std::vector<SiteBucketEntry> bucketEntries_;  // their site_timeline entries when it is flushed
   struct Sample {
