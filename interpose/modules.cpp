@@ -13,6 +13,8 @@
 
 namespace memledger::preload {
 
+uint64_t g_selfStart = 0, g_selfEnd = 0;
+
 std::atomic<uint32_t> g_dlopenCount{0};
 
 namespace {
@@ -33,7 +35,6 @@ uint32_t g_scannedDlopens = 0;
 unsigned long long g_adds = ~0ull, g_subs = ~0ull;  // loader counters at the last full scan
 std::atomic<bool> g_lock{false};
 const char* g_exe = "";
-uint64_t g_selfStart = 0, g_selfEnd = 0;
 
 struct LockGuard {
   LockGuard() {
@@ -150,8 +151,6 @@ int findSelf(dl_phdr_info* info, size_t, void*) {
 }
 
 }  // namespace
-
-bool inSelf(uint64_t ip) { return ip >= g_selfStart && ip < g_selfEnd; }
 
 void modulesInit(const char* exePath) {
   g_exe = exePath;

@@ -65,9 +65,11 @@ uint64_t populateAhead(wire::Record* records, uint32_t capacity, uint64_t from, 
 }
 
 // Stamps the reservation [i, i + n) and publishes it: the first record's stamp is in its slot
-// before the head that covers it is (wire.h: the reader bounds its merge with it).
-void stampAndPublish(wire::RingHeader* h, wire::LaneHeader* lane, wire::Record* records,
-                     uint32_t capacity, uint64_t i, uint32_t n, Reservation* r) {
+// before the head that covers it is (wire.h: the reader bounds its merge with it). Inlined:
+// as a call its entry and exit were ~20 instructions of every reservation.
+[[gnu::always_inline]] inline void stampAndPublish(wire::RingHeader* h, wire::LaneHeader* lane,
+                                                   wire::Record* records, uint32_t capacity,
+                                                   uint64_t i, uint32_t n, Reservation* r) {
   r->records = records;
   r->mask = capacity - 1;
   r->index = i;

@@ -323,8 +323,8 @@ void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
 
 int rawMunmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_munmap, addr, len)); }
 
-uint32_t currentTid() {
-  if (ML_UNLIKELY(t_state.tid == 0)) t_state.tid = static_cast<uint32_t>(syscall(SYS_gettid));
+uint32_t fetchTid() {
+  t_state.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return t_state.tid;
 }
 

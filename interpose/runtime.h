@@ -112,6 +112,10 @@ struct ThreadState {
 };
 extern __thread ThreadState t_state;
 
+uint32_t fetchTid();  // gettid() into t_state.tid
+// Every record carries it: inline, a thread-local load once fetched.
+inline uint32_t currentTid() { return ML_LIKELY(t_state.tid != 0) ? t_state.tid : fetchTid(); }
+
 // The ring this process image writes to; null when not recording (no MEMLEDGER_DIR, no
 // recorder, detached, or a fork child that has not registered). The mapping itself outlives a
 // detach so writers that already hold a reservation finish safely.
@@ -145,7 +149,6 @@ inline void leave() { t_state.busy = 0; }
 // Raw system calls for the library's own memory: never through the program's (hooked) mmap.
 void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 int rawMunmap(void* addr, size_t len);
-uint32_t currentTid();
 uint64_t nowNs();        // CLOCK_MONOTONIC
 extern bool g_clockTsc;  // records are stamped with the TSC (wire.h RingClock)
 extern bool g_rdtscp;    // the CPU has rdtscp
@@ -205,6 +208,8 @@ void resetCachesAfterFork();
 extern std::atomic<uint32_t> g_dlopenCount;   // bumped by the dlopen hook: rescan at next new stack
 
 // The preload library's own text range: leading frames inside it are dropped from stacks.
-bool inSelf(uint64_t ip);
+// Inline: every capture asks it of each frame it skips (the hook, the capture, the walk).
+extern uint64_t g_selfStart, g_selfEnd;
+inline bool inSelf(uint64_t ip) { return ip >= g_selfStart && ip < g_selfEnd; }
 
 }  // namespace memledger::preload
