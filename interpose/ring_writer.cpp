@@ -64,20 +64,6 @@ uint64_t populateAhead(wire::Record* records, uint32_t capacity, uint64_t from, 
   return slots >= capacity ? UINT64_MAX : slots;
 }
 
-// Stamps the reservation [i, i + n) and publishes it: the first record's stamp is in its slot
-// before the head that covers it is (wire.h: the reader bounds its merge with it). Inlined:
-// as a call its entry and exit were ~20 instructions of every reservation.
-[[gnu::always_inline]] inline void stampAndPublish(wire::RingHeader* h, wire::LaneHeader* lane,
-                                                   wire::Record* records, uint32_t capacity,
-                                                   uint64_t i, uint32_t n, Reservation* r) {
-  r->records = records;
-  r->mask = capacity - 1;
-  r->index = i;
-  r->ts = stampNow(h->crossLane.load(std::memory_order_relaxed) != 0);
-  __atomic_store_n(&records[i & r->mask].ts, r->ts, __ATOMIC_RELAXED);
-  lane->head.store(i + n, std::memory_order_release);
-}
-
 // A lane of its own for this thread on ring `h`, or none (lane 0 is shared) when all are taken.
 void claimLane(wire::RingHeader* h) {
   ensureThreadExitHook();
@@ -133,7 +119,7 @@ bool reserveShared(wire::RingHeader* h, uint32_t n, Reservation* r) {
 
 }  // namespace
 
-bool reserve(wire::RingHeader* h, uint32_t n, Reservation* r) {
+bool reserveSlow(wire::RingHeader* h, uint32_t n, Reservation* r) {
   if (ML_UNLIKELY(t_state.laneRing != h)) claimLane(h);
   wire::LaneHeader* lane = t_state.lane;
   bool ok;
@@ -155,11 +141,7 @@ bool reserve(wire::RingHeader* h, uint32_t n, Reservation* r) {
       if (t_state.roomUntil > t_state.populatedUntil) t_state.roomUntil = t_state.populatedUntil;
     }
     if (ML_LIKELY(ok)) {
-      stampAndPublish(h, lane, t_state.laneRecords, t_state.laneCapacity, i, n, r);
-      t_state.laneHead = i + n;
-      // The slots a few records on are this thread's next ones: ask for their cache line now
-      // (for writing), so that store does not wait for the line the reader last held.
-      __builtin_prefetch(&r->records[(i + n + 4) & r->mask], 1, 3);
+      publishOwn(h, lane, i, n, r);
     }
   }
   if (ML_UNLIKELY(!ok)) h->lost.fetch_add(1, std::memory_order_relaxed);  // the record it was for

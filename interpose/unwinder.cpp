@@ -169,12 +169,17 @@ inline const CachedTrace* cachedTrace(const Trace* t, uint64_t pc, uint64_t rsp,
   for (int w = 0; w < kCachedTraceWays; ++w) {
     const CachedTrace& e = set[w];
     if (!e.n || e.pc != pc || e.rsp != rsp || e.gen != gen || (e.needsRbp && e.rbp != rbp)) continue;
+    // In order, stopping at the first slot that changed: a slot is only read when the ones
+    // inside it held, so it is one the walk would read too. The sentinel ends the loop.
     uint32_t i = 0;
-    while (i < e.checks && *reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1]) ++i;
+    while (*reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1]) ++i;
     if (i == e.checks) return &e;
   }
   return nullptr;
 }
+
+// What the last check pair of every cached trace reads: never what it expects.
+constexpr uint64_t kSentinelSlot = 0;
 
 // Keeps the trace just walked (t->rev, n frames, complete) by its innermost frame's state.
 void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
@@ -200,6 +205,8 @@ void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
     return true;
   });
   e.checks = k;
+  e.check[k][0] = reinterpret_cast<uint64_t>(&kSentinelSlot);
+  e.check[k][1] = kSentinelSlot + 1;
   e.n = static_cast<uint32_t>(n);
 }
 

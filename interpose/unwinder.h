@@ -67,7 +67,9 @@ struct CachedTrace {
   uint32_t gen;           // code generation it was walked in
   uint32_t needsRbp;
   uint64_t pcs[kCachedFrames];
-  uint64_t check[2 * kCachedFrames][2];
+  // Then a sentinel pair that never holds (a zero compared with 1): the check loop needs no
+  // bound test.
+  uint64_t check[2 * kCachedFrames + 1][2];
 };
 
 // A thread's last trace, outermost frame first (so a reused outer part stays in place).
