@@ -171,9 +171,9 @@ inline const CachedTrace* cachedTrace(const Trace* t, uint64_t pc, uint64_t rsp,
     if (!e.n || e.pc != pc || e.rsp != rsp || e.gen != gen || (e.needsRbp && e.rbp != rbp)) continue;
     // In order, stopping at the first slot that changed: a slot is only read when the ones
     // inside it held, so it is one the walk would read too. The sentinel ends the loop.
-    uint32_t i = 0;
-    while (*reinterpret_cast<const uint64_t*>(e.check[i][0]) == e.check[i][1]) ++i;
-    if (i == e.checks) return &e;
+    const uint64_t(*c)[2] = e.check;
+    while (*reinterpret_cast<const uint64_t*>((*c)[0]) == (*c)[1]) ++c;
+    if (c == e.check + e.checks) return &e;
   }
   return nullptr;
 }
