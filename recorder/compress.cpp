@@ -114,13 +114,15 @@ std::string vacuumedCopy(const std::string& path) {
 }  // namespace
 
 CompressionLevel compressionLevelFor(uint64_t plainBytes) {
-  // The time counts in the recorder's end-to-end overhead. Measured on recordings of the bench
-  // workloads (2 shared cores): level 19 runs at ~4 MB/s, 15 at ~12 MB/s (within 1% of 19 on a
-  // 240 KB recording, 10% larger on a 1 MB one), 9 at ~35 MB/s, 3 on 2 threads at ~300 MB/s.
+  // The time counts in the recorder's end-to-end overhead. Measured with zstd on the bench's
+  // recordings (2 shared cores): 144-224 KiB (the storms, sqlite_insert): level 15 in 24-40 ms,
+  // 8-10% smaller than 6 (sqlite_insert: 37.6 kB vs 41.9, heaptrack's trace 42.5) and within 1%
+  // of 19 at half its time; 548 KiB (py_dict): 6 in 18 ms, 15 in 66 ms, 1.5% apart; 696 KiB (a
+  // 60 s soak): 6 in 32 ms, 15 in 112 ms, 0.6% apart. Level 3 on 2 threads runs at ~300 MB/s.
   constexpr uint64_t KiB = 1024, MiB = KiB * KiB;
-  if (plainBytes <= 128 * KiB) return {19, 0};
-  if (plainBytes <= 2 * MiB) return {15, 0};
-  if (plainBytes <= 8 * MiB) return {9, 2};
+  if (plainBytes <= 256 * KiB) return {15, 0};
+  if (plainBytes <= 2 * MiB) return {6, 0};
+  if (plainBytes <= 8 * MiB) return {6, 2};
   return {3, 2};
 }
 
