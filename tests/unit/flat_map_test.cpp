@@ -89,6 +89,37 @@ TEST(FlatMap, FibonacciHashMatchesTheModelThroughEveryGrowth) { checkAgainstMode
 // to millions (runs appear at 2^11 slots), with keys that fill runs and keys that collide.
 TEST(FlatMap, AddressHashMatchesTheModelThroughEveryGrowth) { checkAgainstModel<true>(11); }
 
+// A live set at its process's end: grown for 300k blocks, then nearly all freed. forEach skips
+// the chunks with no entry and must still see exactly the ones left, also after backward
+// shifts moved entries between chunks and after new inserts.
+TEST(FlatMap, ForEachOnAMostlyEmptiedLiveSetSeesExactlyWhatIsLeft) {
+  FlatMap<Val, true> map;
+  std::vector<uint64_t> keys = heapLikeKeys(300000, 5);
+  std::unordered_map<uint64_t, Val> left;
+  for (uint64_t k : keys) *map.insert(k).first = Val{k, 1};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i % 997 == 0) left[keys[i]] = Val{keys[i], 1};
+    else map.erase(keys[i]);
+  }
+  for (uint64_t k = 0x7e0000000000ull; k < 0x7e0000000000ull + 64 * 48; k += 48) {
+    *map.insert(k).first = Val{k, 2};  // a dense run: probes and shifts within and across chunks
+    left[k] = Val{k, 2};
+  }
+  for (uint64_t k = 0x7e0000000000ull; k < 0x7e0000000000ull + 64 * 48; k += 96) {
+    ASSERT_TRUE(map.erase(k));
+    left.erase(k);
+  }
+  ASSERT_EQ(map.size(), left.size());
+  size_t seen = 0;
+  map.forEach([&](uint64_t k, Val& v) {
+    ++seen;
+    auto it = left.find(k);
+    ASSERT_NE(it, left.end()) << std::hex << k;
+    EXPECT_EQ(v.b, it->second.b);
+  });
+  EXPECT_EQ(seen, left.size());
+}
+
 TEST(FlatMap, AddressHashKeepsNeighboursInOneRun) {
   FlatMap<Val, true> map(1u << 16);
   uint64_t base = 0x555555560000ull;
