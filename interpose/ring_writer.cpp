@@ -132,7 +132,10 @@ bool reserveSlow(wire::RingHeader* h, uint32_t n, Reservation* r) {
       uint64_t tail = lane->tail.load(std::memory_order_acquire);
       const uint32_t capacity = t_state.laneCapacity;
       if (i + n - tail > capacity) {
-        ok = waitForRoom(h, lane, capacity, i + n);
+        // Full: wait until an eighth of the lane is free, not just these n slots. Waking for
+        // each batch the recorder hands back (256 slots) made a writer sleep and wake again
+        // every few hundred records, and each wake-up took the recorder's core for a while.
+        ok = waitForRoom(h, lane, capacity, i + n + capacity / 8);
         tail = lane->tail.load(std::memory_order_acquire);
       }
       t_state.roomUntil = tail + capacity;
