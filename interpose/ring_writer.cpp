@@ -20,9 +20,10 @@ bool roomFor(const wire::LaneHeader* lane, uint32_t capacity, uint64_t end) {
   return end - lane->tail.load(std::memory_order_acquire) <= capacity;
 }
 
-bool waitForRoom(wire::RingHeader* h, const wire::LaneHeader* lane, uint32_t capacity, uint64_t end) {
+bool waitForRoom(wire::RingHeader* h, const wire::LaneHeader* lane, uint32_t capacity, uint64_t end,
+                 int spinRounds = kSpinRounds) {
   uint64_t started = nowNs();
-  for (int i = 0; i < kSpinRounds; ++i) {
+  for (int i = 0; i < spinRounds; ++i) {
     __builtin_ia32_pause();
     if (roomFor(lane, capacity, end)) {
       h->wait_ns.fetch_add(nowNs() - started, std::memory_order_relaxed);
@@ -135,7 +136,9 @@ bool reserveSlow(wire::RingHeader* h, uint32_t n, Reservation* r) {
         // Full: wait until an eighth of the lane is free, not just these n slots. Waking for
         // each batch the recorder hands back (256 slots) made a writer sleep and wake again
         // every few hundred records, and each wake-up took the recorder's core for a while.
-        ok = waitForRoom(h, lane, capacity, i + n + capacity / 8);
+        // No spinning first: an eighth of a lane takes the recorder about a millisecond, and on
+        // a machine with fewer cores than threads a spin only takes cycles it needs.
+        ok = waitForRoom(h, lane, capacity, i + n + capacity / 8, 0);
         tail = lane->tail.load(std::memory_order_acquire);
       }
       t_state.roomUntil = tail + capacity;
