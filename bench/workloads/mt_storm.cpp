@@ -5,35 +5,15 @@
 // profiler either keeps that pace or makes the run longer. Unpaced, it runs as fast as it can.
 // Prints the total pair count to stderr so a harness can compute a rate.
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <thread>
 #include <vector>
 
 #include "storm.h"
-
-namespace {
-
-long long monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
-
-// Sleeps until the absolute CLOCK_MONOTONIC time `ns`. An absolute deadline, so the time spent
-// between batches and the sleep's own lateness do not add up over the run.
-void sleepUntil(long long ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000LL), static_cast<long>(ns % 1'000'000'000LL)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   long pairs = 10'000'000L;
@@ -64,7 +44,7 @@ int main(int argc, char** argv) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
   // One start for all threads: thread t's schedule says its `done` pairs (2 * done events) are
   // due at start + 2 * done / (rate / threads) seconds.
-  const long long start = monotonicNs();
+  const auto start = Clock::now();
   const double nsPerPair = rate > 0 ? 2e9 * threads / rate : 0;
   std::atomic<long> total{0};
   std::vector<std::thread> pool;
@@ -77,10 +57,11 @@ int main(int argc, char** argv) {
       long done;
       if (rate > 0) {
         // Sleep only when ahead of the schedule; a thread that is behind (its profiler slows it)
-        // never sleeps, so the run takes longer by what it could not keep up with.
+        // never sleeps, so the run takes longer by what it could not keep up with. The deadline
+        // is absolute: the time between batches and a sleep's lateness do not add up.
         done = storm::run(todo, seed, keepGoing, [&](long made) {
-          long long due = start + static_cast<long long>(made * nsPerPair);
-          if (monotonicNs() < due) sleepUntil(due);
+          auto due = start + std::chrono::nanoseconds(static_cast<long long>(made * nsPerPair));
+          if (Clock::now() < due) std::this_thread::sleep_until(due);
         });
       } else {
         done = storm::run(todo, seed, keepGoing);
