@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schemas/site_counters.h"
+
 struct sqlite3;
 
 namespace memledger::analyzer {
@@ -49,7 +51,7 @@ class RecordingError : public std::runtime_error {
 
 // The schema version this analyzer reads (PRAGMA user_version); newer files are refused.
 // Versions 1 to 3 are read too (see schemas/memledger.sql).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = schema::kSchemaVersion;
 
 struct Frame {
   std::optional<std::string> function;  // demangled; nullopt when unknown ("??" in text)
@@ -129,6 +131,22 @@ struct Filter {
 // ---------------------------------------------------------------------------------------------
 // Results
 
+// One account's exact peak (schemas/memledger.sql, `spaces`): an address space of one process, a
+// pool of one process, or (image_id 0, pid 0) a space's simultaneous peak over every process alive
+// at once. Version 1-4 files have only the heap and mmap of each process.
+struct SpacePeak {
+  std::string name;   // heap | mmap | device:N | pinned | managed | pool:NAME | custom
+  std::string space;  // the address space it lives in ("" unknown: a pool whose memory was not seen)
+  bool pool = false;
+  std::string kind;   // its blocks' kind ("" for a space of several kinds)
+  int64_t image_id = 0, pid = 0;
+  int64_t account = 0;
+  int64_t bytes = 0, time_ns = 0;  // exact peak (in use, for a pool) and when
+  int64_t end_bytes = 0;           // live when the process ended
+  int64_t reserved_bytes = 0;      // a pool's reserved size (0: not told)
+  std::optional<int64_t> created_ns, destroyed_ns;
+};
+
 struct Process {
   int64_t image_id = 0;
   int64_t pid = 0;
@@ -149,25 +167,22 @@ struct Process {
   int64_t peak_mmap_bytes = 0;
   int64_t peak_mmap_ns = 0;
   int64_t unknown_frees = 0;
+  std::vector<SpacePeak> spaces;  // this process's own accounts (heap, mmap, devices, pools)
 };
 
 // One row of `sites` with its stack: the unit diff/export/check compare.
+// Counters as schemas/memledger.sql documents them (schemas/site_counters.h); peak_* is what was
+// live at the peak of the site's own account in its process.
 struct Site {
   int64_t stack_id = 0;
   std::string kind;
   int64_t image_id = 0;
   int64_t pid = 0;
-  int64_t alloc_count = 0, alloc_bytes = 0;
-  int64_t free_count = 0, freed_bytes = 0;
-  int64_t leak_count = 0, leak_bytes = 0;
-  int64_t peak_count = 0, peak_bytes = 0;
-  int64_t temp_count = 0, temp_bytes = 0;
-  int64_t realloc_count = 0;
-  int64_t max_live_count = 0, max_live_bytes = 0;
-  int64_t min_size = 0, max_size = 0;
-  int64_t same_size_count = 0;
-  int64_t lifetime_ns_sum = 0;
-  int64_t max_realloc_chain = 0;
+  int64_t account = 0;  // its process's account; `space` names it (heap, mmap, device:0, pool:NAME)
+  std::string space;
+#define MEMLEDGER_SITE_FIELD(name) int64_t name = 0;
+  MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SITE_FIELD)
+#undef MEMLEDGER_SITE_FIELD
   Stack stack;
 };
 
@@ -195,14 +210,24 @@ struct KindPeak {
   int64_t pid = 0;
 };
 
+// The heap peak. Of a recording: the simultaneous peak, summed over the processes alive at once
+// (what an OOM killer sees), scope "all processes"; with a pid filter, or a file older than
+// version 5 (which kept only each process's own peak), the largest single process's, scope
+// "process". `sites` lists only heap blocks (malloc/new) live at that instant.
 struct Peak {
-  int64_t bytes = 0;  // exact heap peak of the peak image
+  int64_t bytes = 0;
   int64_t time_ns = 0;
-  int64_t pid = 0;
+  int64_t pid = 0;       // the process with the largest own heap peak (scope "process": that one)
   int64_t image_id = 0;
-  std::vector<KindPeak> by_kind;  // heap, mmap: each its own peak (largest over images)
-  int64_t rss_bytes = 0;          // highest RSS sampled
-  int64_t gap_bytes = 0;          // rss - heap (may be negative when RSS was sampled coarsely)
+  std::string scope = "process";  // "all processes" | "process"
+  std::vector<KindPeak> by_kind;  // heap, mmap: each its own peak, in the same scope
+  std::vector<SpacePeak> spaces;  // every space's peak in the same scope (devices, pinned, ...)
+  std::vector<SpacePeak> pools;   // every pool of every process: reserved vs in use at its peak
+  // RSS against the heap of the same process: the process with the highest sampled RSS.
+  int64_t rss_bytes = 0;          // that process's highest RSS sampled
+  int64_t rss_pid = 0;
+  int64_t rss_heap_bytes = 0;     // that process's own heap peak
+  int64_t gap_bytes = 0;          // rss - rss_heap (may be negative when RSS was sampled coarsely)
   std::string gap_explanation;    // one sentence on what the gap is made of
   std::vector<SiteAmount> sites;  // live at the heap peak, bytes descending
 };
@@ -282,12 +307,18 @@ struct Suggestion {
   nlohmann::json evidence;  // object of numbers; a suggestion always has evidence
 };
 
+// A space's or pool's live bytes in one bucket, summed over the processes alive then.
+struct SpaceValue {
+  std::string name;  // device:0, pinned, managed, pool:NAME, custom
+  int64_t bytes = 0, max = 0, min = 0;
+};
 struct TimelinePoint {
   int64_t t_ns = 0;
   int64_t heap_bytes = 0, heap_max = 0, heap_min = 0;
   int64_t mmap_bytes = 0;
   std::optional<int64_t> rss_bytes, anon_bytes;
   int64_t allocs = 0, frees = 0, alloc_bytes = 0;
+  std::vector<SpaceValue> spaces;  // every other space and pool (version 5)
 };
 
 struct Marker {
@@ -315,6 +346,8 @@ struct Report {
 // Questions. All throw RecordingError(Corrupt) when a query fails on a damaged file.
 
 std::vector<Process> processes(const Recording& rec);
+// Every account row: each process's spaces and pools, and (pid 0) the simultaneous peaks.
+std::vector<SpacePeak> spacePeaks(const Recording& rec);
 std::vector<Site> sites(const Recording& rec, const Filter& filter = {});  // alloc_bytes desc
 Leaks leaks(const Recording& rec, const Filter& filter = {});
 Peak peak(const Recording& rec, const Filter& filter = {});
@@ -346,6 +379,7 @@ nlohmann::json toJson(const Leaks& leaks);
 nlohmann::json toJson(const Peak& peak);
 nlohmann::json toJson(const Totals& totals);
 nlohmann::json toJson(const std::vector<Process>& processes);
+nlohmann::json toJson(const SpacePeak& space);
 nlohmann::json toJson(const std::vector<Phase>& phases);
 nlohmann::json toJson(const Fragmentation& fragmentation);
 nlohmann::json toJson(const std::vector<Suggestion>& suggestions);

@@ -1,6 +1,7 @@
 // The memory curve (timeline), markers, and phases: named by markers when the program set any,
 // otherwise found on the heap curve as "a ramp, then a release".
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "analyzer/analyzer.h"
@@ -10,26 +11,56 @@ namespace memledger::analyzer {
 
 namespace {
 
-// The curve of a set of images (empty set: all), summed per bucket. An image without a row in a
-// bucket did nothing then, so its last values carry forward into the sum.
+// The curve of a set of images (empty set: all), summed per bucket over the images alive then.
+// An image without a row in a bucket did nothing then, so its last values carry forward into the
+// sum until it ends: an ended process's memory leaves the total (its leftovers stay leaks).
+// Accounts other than heap and mmap (version 5) are summed by name into TimelinePoint::spaces.
 std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageCond) {
   struct Last {
     int64_t heap = 0, mmap = 0;
     std::optional<int64_t> rss, anon;
+    std::map<int64_t, int64_t> accounts;  // account -> live
+  };
+  std::unordered_map<int64_t, int64_t> endOf;  // image -> end_ns, for images that ended
+  {
+    detail::Statement q(rec, "SELECT id, end_ns FROM processes WHERE end_ns IS NOT NULL");
+    while (q.step()) endOf[q.i64(0)] = q.i64(1);
+  }
+  std::map<std::pair<int64_t, int64_t>, std::string> names;  // (image, account) -> name
+  for (const SpacePeak& sp : spacePeaks(rec))
+    if (sp.account >= 2) names[{sp.image_id, sp.account}] = sp.name;
+  auto addSpace = [&](TimelinePoint& p, int64_t image, int64_t account, int64_t live, int64_t max, int64_t min) {
+    auto n = names.find({image, account});
+    std::string name = n != names.end() ? n->second : "account:" + std::to_string(account);
+    auto it = std::find_if(p.spaces.begin(), p.spaces.end(), [&](const SpaceValue& v) { return v.name == name; });
+    if (it == p.spaces.end()) it = p.spaces.insert(p.spaces.end(), SpaceValue{name, 0, 0, 0});
+    it->bytes += live;
+    it->max += max;
+    it->min += min;
   };
   std::unordered_map<int64_t, Last> last;
   std::vector<TimelinePoint> out;
   // Rows of one bucket are accumulated, then the images that had no row are added at their last.
   std::vector<int64_t> touched;
   auto finish = [&](TimelinePoint& p) {
-    for (auto& [image, l] : last) {
-      if (std::find(touched.begin(), touched.end(), image) != touched.end()) continue;
+    for (auto it = last.begin(); it != last.end();) {
+      auto& [image, l] = *it;
+      if (std::find(touched.begin(), touched.end(), image) != touched.end()) {
+        ++it;
+        continue;
+      }
+      if (auto e = endOf.find(image); e != endOf.end() && e->second <= p.t_ns) {
+        it = last.erase(it);  // ended before this bucket: nothing of it is live any more
+        continue;
+      }
       p.heap_bytes += l.heap;
       p.heap_max += l.heap;
       p.heap_min += l.heap;
       p.mmap_bytes += l.mmap;
       if (l.rss) p.rss_bytes = p.rss_bytes.value_or(0) + *l.rss;
       if (l.anon) p.anon_bytes = p.anon_bytes.value_or(0) + *l.anon;
+      for (auto& [account, live] : l.accounts) addSpace(p, image, account, live, live, live);
+      ++it;
     }
     touched.clear();
   };
@@ -57,6 +88,13 @@ std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageC
     p.allocs += r.allocs;
     p.frees += r.frees;
     p.alloc_bytes += r.alloc_bytes;
+    for (const detail::AccountValue& a : r.accounts) l.accounts[a.account] = a.live;
+    for (auto& [account, live] : l.accounts) {
+      auto changed = std::find_if(r.accounts.begin(), r.accounts.end(),
+                                  [&](const detail::AccountValue& a) { return a.account == account; });
+      if (changed != r.accounts.end()) addSpace(p, image, account, live, changed->max, changed->min);
+      else addSpace(p, image, account, live, live, live);
+    }
   }
   if (!out.empty()) finish(out.back());
   return out;

@@ -262,7 +262,7 @@ Recording Recording::open(const std::string& path, const OpenOptions& options) {
       else if (key == "peak_image" && !value.empty()) info.peak_image = toInt(value, -1);
     }
   }
-  if (info.schema_version >= 4 && !detail::registerSitesTable(rec.impl_->db))
+  if (info.schema_version >= 4 && !detail::registerSitesTable(rec.impl_->db, info.schema_version))
     throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
   // Version 1 had no allocation_rows: a threshold of 0 meant every block had a row.
   if (info.schema_version < 2) info.allocation_rows = info.fold_threshold_ns == 0 ? "all" : "long_lived";

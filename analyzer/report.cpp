@@ -70,8 +70,13 @@ json toJson(const Peak& p) {
   json byKind = json::object();
   for (const auto& k : p.by_kind)
     byKind[k.kind] = {{"bytes", k.bytes}, {"time_ns", k.time_ns}, {"pid", k.pid}};
+  json spaces = json::array(), pools = json::array();
+  for (const auto& s : p.spaces) spaces.push_back(toJson(s));
+  for (const auto& s : p.pools) pools.push_back(toJson(s));
   return {{"bytes", p.bytes},         {"time_ns", p.time_ns},         {"pid", p.pid},
-          {"by_kind", byKind},        {"rss_bytes", p.rss_bytes},     {"gap_bytes", p.gap_bytes},
+          {"scope", p.scope},         {"by_kind", byKind},            {"spaces", spaces},
+          {"pools", pools},           {"rss_bytes", p.rss_bytes},     {"rss_pid", p.rss_pid},
+          {"rss_heap_bytes", p.rss_heap_bytes},                       {"gap_bytes", p.gap_bytes},
           {"gap_explanation", p.gap_explanation}, {"sites", amounts(p.sites)}};
 }
 

@@ -6,6 +6,7 @@
 // 609k sites a dozen times, and most queries keep a few thousand of them.
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,23 +14,26 @@
 #include <vector>
 
 #include "analyzer/sql.h"
+#include "schemas/kinds.h"
+#include "schemas/site_counters.h"
 
 namespace memledger::analyzer::detail {
 
 namespace {
 
-constexpr int kCounters = 18;  // alloc_count .. max_realloc_chain
+constexpr int kCounters = schema::kSiteCounters;  // alloc_count .. max_realloc_chain
+// Columns: stack_id, kind, image_id, the counters (schemas/site_counters.h), account.
+constexpr int kAccountColumn = 3 + kCounters;
+#define MEMLEDGER_COUNTER_COLUMN(name) ", " #name " INTEGER"
 constexpr const char* kDeclaration =
-    "CREATE TABLE x(stack_id INTEGER, kind TEXT, image_id INTEGER, alloc_count INTEGER, "
-    "alloc_bytes INTEGER, free_count INTEGER, freed_bytes INTEGER, leak_count INTEGER, "
-    "leak_bytes INTEGER, peak_count INTEGER, peak_bytes INTEGER, temp_count INTEGER, "
-    "temp_bytes INTEGER, realloc_count INTEGER, max_live_count INTEGER, max_live_bytes INTEGER, "
-    "min_size INTEGER, max_size INTEGER, same_size_count INTEGER, lifetime_ns_sum INTEGER, "
-    "max_realloc_chain INTEGER)";
+    "CREATE TABLE x(stack_id INTEGER, kind TEXT, image_id INTEGER"
+    MEMLEDGER_SITE_COUNTERS(MEMLEDGER_COUNTER_COLUMN) ", account INTEGER)";
+#undef MEMLEDGER_COUNTER_COLUMN
 
 struct Table {
   sqlite3_vtab base;  // first: SQLite casts between the two
   sqlite3* db;
+  int version;  // the file's schema version: 5 entries carry their account
 };
 
 // A comparison pushed down by xBestIndex: column op value.
@@ -55,13 +59,15 @@ struct Cursor {
   sqlite3_int64 rowid = 0;
   // The current entry.
   int64_t image = 0, stack = 0;
-  uint64_t kind = 0;
+  uint64_t kind = 0, account = 0;
   uint64_t counters[kCounters] = {};
+  int version = 4;
 };
 
 sqlite3_int64 intColumn(const Cursor* c, int column) {
   if (column == 0) return c->stack;
   if (column == 2) return c->image;
+  if (column == kAccountColumn) return static_cast<sqlite3_int64>(c->account);
   return static_cast<sqlite3_int64>(c->counters[column - 3]);
 }
 
@@ -101,12 +107,16 @@ int advance(Cursor* c) {
       const unsigned char* p = c->p;
       uint64_t gap, kind;
       bool whole = packed::readVarint(p, c->end, &gap) && packed::readVarint(p, c->end, &kind);
+      // Version 4 has no account: mmap sites counted in account 1, the rest in the heap (0).
+      uint64_t account = kind == static_cast<uint64_t>(kinds::Kind::Mmap) ? 1 : 0;
+      if (whole && c->version >= 5) whole = packed::readVarint(p, c->end, &account);
       for (int i = 0; whole && i < kCounters; ++i) whole = packed::readVarint(p, c->end, &c->counters[i]);
       if (whole) {
         c->p = p;
         // Unsigned: a damaged gap wraps, it never traps.
         c->stack = static_cast<int64_t>(static_cast<uint64_t>(c->stack) + static_cast<uint64_t>(packed::unzigzag(gap)));
         c->kind = kind;
+        c->account = account;
         ++c->rowid;
         if (passes(c)) return SQLITE_OK;
         continue;
@@ -126,12 +136,13 @@ int advance(Cursor* c) {
   }
 }
 
-int xConnect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char**) {
+int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
   int rc = sqlite3_declare_vtab(db, kDeclaration);
   if (rc != SQLITE_OK) return rc;
   auto* t = new (std::nothrow) Table{};
   if (!t) return SQLITE_NOMEM;
   t->db = db;
+  t->version = static_cast<int>(reinterpret_cast<intptr_t>(aux));
   *out = &t->base;
   return SQLITE_OK;
 }
@@ -148,7 +159,7 @@ int xBestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
   int used = 0;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& k = info->aConstraint[i];
-    if (!k.usable || k.iColumn < 0 || k.iColumn >= 3 + kCounters) continue;
+    if (!k.usable || k.iColumn < 0 || k.iColumn > kAccountColumn) continue;
     char op = 0;
     switch (k.op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: op = kEq; break;
@@ -176,6 +187,7 @@ int xBestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
 int xOpen(sqlite3_vtab* v, sqlite3_vtab_cursor** out) {
   auto* c = new (std::nothrow) Cursor{};
   if (!c) return SQLITE_NOMEM;
+  c->version = reinterpret_cast<Table*>(v)->version;
   int rc = sqlite3_prepare_v2(reinterpret_cast<Table*>(v)->db, "SELECT image_id, sites FROM site_totals ORDER BY id",
                               -1, &c->rows, nullptr);
   if (rc != SQLITE_OK) {
@@ -238,8 +250,7 @@ int xColumn(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
     case 1: sqlite3_result_text(ctx, siteKindName(c->kind), -1, SQLITE_STATIC); break;
     case 2: sqlite3_result_int64(ctx, c->image); break;
     default:
-      if (column >= 3 && column < 3 + kCounters)
-        sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(c->counters[column - 3]));
+      if (column >= 3 && column <= kAccountColumn) sqlite3_result_int64(ctx, intColumn(c, column));
   }
   return SQLITE_OK;
 }
@@ -272,8 +283,9 @@ const sqlite3_module kModule = makeModule();
 
 }  // namespace
 
-bool registerSitesTable(sqlite3* db) {
-  return sqlite3_create_module_v2(db, "sites", &kModule, nullptr, nullptr) == SQLITE_OK;
+bool registerSitesTable(sqlite3* db, int schemaVersion) {
+  return sqlite3_create_module_v2(db, "sites", &kModule, reinterpret_cast<void*>(intptr_t{schemaVersion}),
+                                  nullptr) == SQLITE_OK;
 }
 
 }  // namespace memledger::analyzer::detail

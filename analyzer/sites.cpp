@@ -1,6 +1,7 @@
 // Questions answered from the aggregate tables alone (sites, processes): processes, sites,
 // leaks, peak, totals, temporaries. Only a time filter on leaks reads raw allocation rows.
 #include <algorithm>
+#include <map>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
@@ -78,6 +79,7 @@ void attachStacks(const Recording& rec, std::vector<SiteAmount>& v) {
 }  // namespace
 
 std::vector<Process> processes(const Recording& rec) {
+  std::vector<SpacePeak> spaces = spacePeaks(rec);
   detail::Statement q(rec,
                       "SELECT id, pid, ppid, parent_id, command, exe, start_ns, end_ns, ended_by, "
                       "exit_code, signal, forked, wait_ns, peak_rss, peak_heap_bytes, peak_heap_ns, "
@@ -104,6 +106,8 @@ std::vector<Process> processes(const Recording& rec) {
     p.peak_mmap_bytes = q.i64(16);
     p.peak_mmap_ns = q.i64(17);
     p.unknown_frees = q.i64(18);
+    for (const SpacePeak& s : spaces)
+      if (s.image_id == p.image_id) p.spaces.push_back(s);
     out.push_back(std::move(p));
   }
   return out;
@@ -111,11 +115,13 @@ std::vector<Process> processes(const Recording& rec) {
 
 namespace detail {
 std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const char* where) {
+#define MEMLEDGER_COUNTER_COLUMN(name) ", " #name
+  // Version 1-3 files have a real `sites` table without accounts: mmap counted in account 1.
+  const char* account = rec.info().schema_version >= 4 ? ", account" : ", CASE kind WHEN 'mmap' THEN 1 ELSE 0 END";
   std::string sql =
-      "SELECT stack_id, kind, image_id, alloc_count, alloc_bytes, free_count, freed_bytes, "
-      "leak_count, leak_bytes, peak_count, peak_bytes, temp_count, temp_bytes, realloc_count, "
-      "max_live_count, max_live_bytes, min_size, max_size, same_size_count, lifetime_ns_sum, "
-      "max_realloc_chain FROM sites WHERE 1" +
+      std::string("SELECT stack_id, kind, image_id" MEMLEDGER_SITE_COUNTERS(MEMLEDGER_COUNTER_COLUMN)) + account +
+      " FROM sites WHERE 1" +
+#undef MEMLEDGER_COUNTER_COLUMN
       detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
       (where ? std::string(" AND (") + where + ")" : std::string()) +
       " ORDER BY alloc_bytes DESC, stack_id, kind" +
@@ -123,18 +129,21 @@ std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const cha
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
   std::vector<Site> out;
+  std::map<std::pair<int64_t, int64_t>, std::string> names;  // (image, account) -> space name
+  for (const SpacePeak& sp : spacePeaks(rec)) names[{sp.image_id, sp.account}] = sp.name;
   while (q.step()) {
     Site s;
     s.stack_id = q.i64(0);
     s.kind = q.text(1);
     s.image_id = q.i64(2);
     s.pid = rec.pidOf(s.image_id);
-    int64_t* fields[] = {&s.alloc_count, &s.alloc_bytes, &s.free_count, &s.freed_bytes,
-                         &s.leak_count, &s.leak_bytes, &s.peak_count, &s.peak_bytes,
-                         &s.temp_count, &s.temp_bytes, &s.realloc_count, &s.max_live_count,
-                         &s.max_live_bytes, &s.min_size, &s.max_size, &s.same_size_count,
-                         &s.lifetime_ns_sum, &s.max_realloc_chain};
-    for (int i = 0; i < 18; ++i) *fields[i] = q.i64(3 + i);
+    int column = 3;
+#define MEMLEDGER_READ_COUNTER(name) s.name = q.i64(column++);
+    MEMLEDGER_SITE_COUNTERS(MEMLEDGER_READ_COUNTER)
+#undef MEMLEDGER_READ_COUNTER
+    s.account = q.i64(column);
+    auto name = names.find({s.image_id, s.account});
+    s.space = name != names.end() ? name->second : (s.account == 1 ? "mmap" : "heap");
     out.push_back(std::move(s));
     if (filter.top && out.size() >= *filter.top) break;
   }
@@ -186,69 +195,109 @@ Peak peak(const Recording& rec, const Filter& filter) {
   if (!image) return out;
   out.image_id = *image;
   out.pid = rec.pidOf(*image);
-  int64_t mmapAtPeakImage = 0;
-  {
-    detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns, peak_mmap_bytes FROM processes WHERE id = ?");
+  std::vector<SpacePeak> all = spacePeaks(rec);
+  // The simultaneous peaks (image 0) exist from version 5 on; a pid filter asks for one process.
+  bool simultaneous = !filter.pid && std::any_of(all.begin(), all.end(), [](const SpacePeak& s) {
+    return s.image_id == 0 && s.name == "heap";
+  });
+  out.scope = simultaneous ? "all processes" : "process";
+  std::vector<int64_t> images;  // the images a pid filter keeps
+  if (filter.pid) {
+    for (const Process& p : processes(rec))
+      if (p.pid == *filter.pid) images.push_back(p.image_id);
+  }
+  auto kept = [&](const SpacePeak& s) {
+    return !filter.pid || std::find(images.begin(), images.end(), s.image_id) != images.end();
+  };
+  // Per space: the simultaneous row, or the largest single process's.
+  std::map<std::string, SpacePeak> bySpace;
+  for (const SpacePeak& s : all) {
+    if (s.pool) {
+      if (s.image_id && kept(s)) out.pools.push_back(s);
+      continue;
+    }
+    if (simultaneous ? s.image_id != 0 : (s.image_id == 0 || !kept(s))) continue;
+    auto [it, isNew] = bySpace.try_emplace(s.name, s);
+    if (!isNew && s.bytes > it->second.bytes) it->second = s;
+  }
+  for (auto& [name, s] : bySpace) out.spaces.push_back(s);
+  for (const char* k : {"heap", "mmap"}) {
+    KindPeak kp;
+    kp.kind = k;
+    if (auto it = bySpace.find(k); it != bySpace.end()) {
+      kp.bytes = it->second.bytes;
+      kp.time_ns = it->second.time_ns;
+      kp.pid = it->second.pid;
+    }
+    out.by_kind.push_back(kp);
+  }
+  if (simultaneous) {
+    out.bytes = out.by_kind[0].bytes;
+    out.time_ns = out.by_kind[0].time_ns;
+  } else {
+    detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns FROM processes WHERE id = ?");
     q.bind(1, *image);
     if (q.step()) {
       out.bytes = q.i64(0);
       out.time_ns = q.i64(1);
-      mmapAtPeakImage = q.i64(2);
     }
-  }
-  std::string images = detail::imageCondition(rec, filter, "id");
-  // Each kind has its own peak, at its own time, possibly in another process.
-  struct KindColumns {
-    const char* kind;
-    const char* sql;
-  };
-  const KindColumns kinds[] = {
-      {"heap", "SELECT pid, peak_heap_bytes, peak_heap_ns FROM processes WHERE 1"},
-      {"mmap", "SELECT pid, peak_mmap_bytes, peak_mmap_ns FROM processes WHERE 1"}};
-  for (const auto& k : kinds) {
-    std::string sql = std::string(k.sql) + images + " ORDER BY 2 DESC, id LIMIT 1";
-    detail::Statement q(rec, sql.c_str());
-    KindPeak kp;
-    kp.kind = k.kind;
-    if (q.step()) {
-      kp.pid = q.i64(0);
-      kp.bytes = q.i64(1);
-      kp.time_ns = q.i64(2);
-    }
-    out.by_kind.push_back(kp);
-  }
-  {
-    std::string sql = "SELECT coalesce(max(peak_rss), 0) FROM processes WHERE 1" + images;
-    detail::Statement q(rec, sql.c_str());
-    if (q.step()) out.rss_bytes = q.i64(0);
-  }
-  if (out.rss_bytes == 0) {
-    for (const detail::TimelineRow& r : detail::timelineRows(rec, detail::imageCondition(rec, filter, "image_id")))
-      out.rss_bytes = std::max(out.rss_bytes, r.rss_bytes.value_or(0));
-  }
-  out.gap_bytes = out.rss_bytes - out.bytes;
-  if (out.rss_bytes == 0) {
-    out.gap_explanation = "No RSS was sampled, so the gap between resident memory and the heap is unknown.";
-  } else if (out.gap_bytes < 0) {
-    out.gap_explanation = "RSS (" + formatBytes(out.rss_bytes) + ") stayed below the heap peak (" +
-                          formatBytes(out.bytes) +
-                          "): allocated pages that were never touched are not resident, and RSS is "
-                          "sampled, so a short spike can fall between two samples.";
-  } else {
-    out.gap_explanation =
-        "RSS peaked " + formatBytes(out.gap_bytes) + " above the heap peak: that is program code "
-        "and shared libraries, thread stacks, anonymous mmaps (" + formatBytes(mmapAtPeakImage) +
-        " at their own peak), and memory the allocator keeps after free (free lists, "
-        "fragmentation, per-thread arenas).";
   }
 
-  std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
-                    "WHERE image_id = ? AND peak_bytes > 0" +
-                    std::string(filter.kind ? " AND kind = ?" : "") + orderAndLimit("peak", filter);
-  detail::Statement q(rec, sql.c_str());
-  q.bind(1, *image);
-  if (filter.kind) q.bind(2, *filter.kind);
-  while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  // RSS is per process: compare it with the heap of the same process.
+  {
+    std::string sql = "SELECT pid, peak_rss, peak_heap_bytes, peak_mmap_bytes FROM processes WHERE 1" +
+                      detail::imageCondition(rec, filter, "id") + " ORDER BY peak_rss DESC, id LIMIT 1";
+    detail::Statement q(rec, sql.c_str());
+    int64_t mmapPeak = 0;
+    if (q.step()) {
+      out.rss_pid = q.i64(0);
+      out.rss_bytes = q.i64(1);
+      out.rss_heap_bytes = q.i64(2);
+      mmapPeak = q.i64(3);
+    }
+    if (out.rss_bytes == 0) {  // no sample in the process table: the curve's samples, if any
+      out.rss_pid = out.pid;
+      out.rss_heap_bytes = out.by_kind[0].bytes;
+      for (const detail::TimelineRow& r : detail::timelineRows(rec, detail::imageCondition(rec, filter, "image_id")))
+        out.rss_bytes = std::max(out.rss_bytes, r.rss_bytes.value_or(0));
+    }
+    out.gap_bytes = out.rss_bytes - out.rss_heap_bytes;
+    std::string who = "process " + std::to_string(out.rss_pid);
+    if (out.rss_bytes == 0) {
+      out.gap_explanation = "No RSS was sampled, so the gap between resident memory and the heap is unknown.";
+    } else if (out.gap_bytes < 0) {
+      out.gap_explanation = "In " + who + ", RSS (" + formatBytes(out.rss_bytes) + ") stayed below its heap peak (" +
+                            formatBytes(out.rss_heap_bytes) +
+                            "): allocated pages that were never touched are not resident, and RSS is "
+                            "sampled, so a short spike can fall between two samples.";
+    } else {
+      out.gap_explanation =
+          "In " + who + ", RSS peaked " + formatBytes(out.gap_bytes) + " above its own heap peak (" +
+          formatBytes(out.rss_heap_bytes) + "): that is program code and shared libraries, thread "
+          "stacks, anonymous mmaps (" + formatBytes(mmapPeak) + " at their own peak), and memory the "
+          "allocator keeps after free (free lists, fragmentation, per-thread arenas).";
+    }
+  }
+
+  // The heap's live set at that instant: heap kinds only (account 0), never mmap or pools.
+  std::string kindCond = filter.kind ? " AND kind = ?" : "";
+  if (simultaneous) {
+    std::string sql = "SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'";
+    detail::Statement q(rec, sql.c_str());
+    while (q.step()) {
+      const char* kind = detail::siteKindName(static_cast<uint64_t>(q.i64(1)));
+      if (filter.kind && *filter.kind != kind) continue;
+      out.sites.push_back(amount(rec, q.i64(0), kind, q.i64(2), q.i64(3), q.i64(4)));
+    }
+  } else {
+    std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
+                      "WHERE image_id = ? AND peak_bytes > 0 AND kind IN " + detail::heapKindsSql() +
+                      kindCond + orderAndLimit("peak", filter);
+    detail::Statement q(rec, sql.c_str());
+    q.bind(1, *image);
+    if (filter.kind) q.bind(2, *filter.kind);
+    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  }
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
   return out;

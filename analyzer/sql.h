@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyzer/analyzer.h"
+#include "schemas/kinds.h"
 #include "schemas/packed.h"
 
 namespace memledger::analyzer::detail {
@@ -28,17 +29,27 @@ inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
 
 // Version 4 files: makes `sites` (the relation versions 1-3 stored as a table) an eponymous
 // virtual table over the packed `site_totals` on this connection (analyzer/site_totals.cpp).
-bool registerSitesTable(sqlite3* db);
+// The version says how entries are packed (5 carries each site's account).
+bool registerSitesTable(sqlite3* db, int schemaVersion);
 
 // One entry of site_timeline.sites (schemas/memledger.sql): four unsigned LEB128 varints.
 struct SiteActivity {
   int64_t stack_id = 0;
-  uint64_t kind = 0;  // 0 malloc, 1 new, 2 mmap, 3 custom
+  uint64_t kind = 0;  // a kind code of schemas/kinds.h
   int64_t allocs = 0, alloc_bytes = 0;
 };
+// The SQL list of the kinds that count in the host heap as blocks: "('malloc', 'new')".
+inline std::string heapKindsSql() {
+  std::string out;
+  for (const kinds::KindInfo& k : kinds::kKinds)
+    if (k.space == kinds::Space::HostHeap && k.shape == kinds::Shape::Block)
+      out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
+  return out + ")";
+}
+// A kind code's name (schemas/kinds.h); "" for a code this analyzer does not know.
 inline const char* siteKindName(uint64_t code) {
-  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
-  return code < 4 ? names[code] : "";
+  const kinds::KindInfo* k = kinds::info(code);
+  return k ? k->name : "";
 }
 // Calls f(SiteActivity) for each entry; damage (a cut varint) ends the list. schema_version 3
 // entries carry kind * 2 + absolute: absolute 0 means the first varint is the gap from the
@@ -84,10 +95,15 @@ void forEachSiteBucket(const void* blob, int bytes, F&& f) {
 
 // One bucket of one image's memory curve (the `timeline` table of schema 1-2, an entry of
 // timeline_buckets in schema 3).
+// An account's values in a bucket (version 5: accounts other than heap and mmap that changed).
+struct AccountValue {
+  int64_t account, live, max, min;
+};
 struct TimelineRow {
   int64_t image_id, t_ns, heap_bytes, heap_max, heap_min, mmap_bytes;
   std::optional<int64_t> rss_bytes, anon_bytes;
   int64_t allocs, frees, alloc_bytes;
+  std::vector<AccountValue> accounts = {};
 };
 // Every row of the images that pass imageCond (" AND image_id ...", or ""), ordered by t_ns,
 // image_id; one per bucket and image. Throws RecordingError on SQLite errors.

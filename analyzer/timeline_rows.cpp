@@ -15,7 +15,8 @@ using packed::readVarint;
 using packed::unzigzag;
 
 // Decodes one timeline_buckets row (see the schema) into `out`; stops at damage.
-void decodeBuckets(int64_t image, const unsigned char* p, const unsigned char* end, std::vector<TimelineRow>& out) {
+void decodeBuckets(int64_t image, int version, const unsigned char* p, const unsigned char* end,
+                   std::vector<TimelineRow>& out) {
   TimelineRow prev{};
   prev.image_id = image;
   int64_t prevRss = 0, prevAnon = 0;
@@ -48,6 +49,19 @@ void decodeBuckets(int64_t image, const unsigned char* p, const unsigned char* e
     r.allocs = static_cast<int64_t>(counts[0]);
     r.frees = static_cast<int64_t>(counts[1]);
     r.alloc_bytes = static_cast<int64_t>(counts[2]);
+    if (version >= 5) {  // the other accounts that changed in the bucket
+      uint64_t n;
+      if (!readVarint(p, end, &n) || n > uint64_t(end - p)) return;
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t a[4];
+        for (uint64_t& x : a)
+          if (!readVarint(p, end, &x)) return;
+        int64_t live = unzigzag(a[1]);
+        r.accounts.push_back({static_cast<int64_t>(a[0]), live,
+                              static_cast<int64_t>(uint64_t(live) + uint64_t(unzigzag(a[2]))),
+                              static_cast<int64_t>(uint64_t(live) - uint64_t(unzigzag(a[3])))});
+      }
+    }
     out.push_back(r);
     prev = r;
   }
@@ -71,7 +85,7 @@ std::vector<TimelineRow> timelineRows(const Recording& rec, const std::string& i
   Statement q(rec, sql.c_str());
   while (q.step()) {
     const auto* p = static_cast<const unsigned char*>(q.blob(1));
-    decodeBuckets(q.i64(0), p, p ? p + q.bytes(1) : p, rows);
+    decodeBuckets(q.i64(0), rec.info().schema_version, p, p ? p + q.bytes(1) : p, rows);
   }
   // A bucket written again replaces the earlier entry (as INSERT OR REPLACE did in version 2):
   // a stable sort keeps write order within a bucket, and the last one stays.

@@ -74,14 +74,25 @@ std::string textRecordingLine(const an::RecordingInfo& info) {
   return out;
 }
 
+// "all processes at once" or "pid N": what a peak's number sums.
+std::string peakScope(const an::Peak& p) {
+  if (p.scope == "all processes") return "all processes at once";
+  return "pid " + std::to_string(p.pid);
+}
+
 std::string textSummary(const an::Report& r) {
   std::string out = "Summary\n";
   out += fmt("  leaks          %s, %s in %s\n", plural(r.leaks.count, "block", "blocks").c_str(),
              formatBytes(r.leaks.bytes).c_str(), plural(static_cast<int64_t>(r.leaks.site_count), "site", "sites").c_str());
-  out += fmt("  heap peak      %s at %s (pid %lld)\n", formatBytes(r.peak.bytes).c_str(),
-             formatDuration(r.peak.time_ns).c_str(), static_cast<long long>(r.peak.pid));
+  out += fmt("  heap peak      %s at %s (%s)\n", formatBytes(r.peak.bytes).c_str(),
+             formatDuration(r.peak.time_ns).c_str(), peakScope(r.peak).c_str());
+  for (const auto& s : r.peak.spaces)
+    if (s.name != "heap" && s.name != "mmap" && s.bytes > 0)
+      out += fmt("  %-14s %s at %s\n", (s.name + " peak").c_str(), formatBytes(s.bytes).c_str(),
+                 formatDuration(s.time_ns).c_str());
   if (r.peak.rss_bytes > 0)
-    out += fmt("  RSS peak       %s (%s%s than the heap peak)\n", formatBytes(r.peak.rss_bytes).c_str(),
+    out += fmt("  RSS peak       %s in pid %lld (%s%s than that process's own heap peak)\n",
+               formatBytes(r.peak.rss_bytes).c_str(), static_cast<long long>(r.peak.rss_pid),
                formatBytes(r.peak.gap_bytes < 0 ? -r.peak.gap_bytes : r.peak.gap_bytes).c_str(),
                r.peak.gap_bytes < 0 ? " less" : " more");
   out += fmt("  allocations    %s (%s freed), %s allocated\n", formatCount(r.totals.allocations).c_str(),
@@ -112,15 +123,19 @@ std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
 }
 
 std::string textPeak(const an::Peak& p, const TextOptions& opt) {
-  std::string out = "Peak\n";
-  for (const auto& k : p.by_kind)
-    out += fmt("  %-5s %12s at %s (pid %lld)\n", k.kind.c_str(), formatBytes(k.bytes).c_str(),
-               formatDuration(k.time_ns).c_str(), static_cast<long long>(k.pid));
+  std::string out = "Peak (" + peakScope(p) + ")\n";
+  for (const auto& s : p.spaces)
+    out += fmt("  %-9s %12s at %s\n", s.name.c_str(), formatBytes(s.bytes).c_str(), formatDuration(s.time_ns).c_str());
+  for (const auto& s : p.pools)
+    out += fmt("  %-9s %12s in use at its peak (%s), %s reserved, pid %lld\n", s.name.c_str(),
+               formatBytes(s.bytes).c_str(), formatDuration(s.time_ns).c_str(),
+               s.reserved_bytes ? formatBytes(s.reserved_bytes).c_str() : "size not told",
+               static_cast<long long>(s.pid));
   if (p.rss_bytes > 0) out += fmt("  RSS   %12s\n", formatBytes(p.rss_bytes).c_str());
   out += "  " + p.gap_explanation + "\n";
   if (p.sites.empty()) return out;
-  out += fmt("  Live at the heap peak (%s at %s, pid %lld):\n", formatBytes(p.bytes).c_str(),
-             formatDuration(p.time_ns).c_str(), static_cast<long long>(p.pid));
+  out += fmt("  Live at the heap peak (%s at %s, %s; heap blocks only):\n", formatBytes(p.bytes).c_str(),
+             formatDuration(p.time_ns).c_str(), peakScope(p).c_str());
   return out + siteList(p.sites, opt, "sites");
 }
 

@@ -114,7 +114,8 @@ uint16_t opAux(wire::Op op) { return static_cast<uint16_t>(op); }
 
 }  // namespace
 
-void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) {
+void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, uint32_t tag,
+                 const wire::EventExtra* extra) {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (!h) return;
   StackCache* cache = t_state.cache;
@@ -140,7 +141,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
   }
   int carried = n - shared;
   uint32_t conts = sendStack ? wire::continuationSlotsForFrames(static_cast<uint32_t>(carried)) : 0;
-  uint32_t slots = (sendStack ? 1 + conts : 0) + 1;
+  uint32_t slots = (sendStack ? 1 + conts : 0) + 1 + (extra ? 1 : 0);
   Reservation r;
   if (!ring::reserve(h, slots, &r)) return;
   uint64_t i = r.index;
@@ -155,22 +156,25 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op) 
       cache->sentHash = hash;
     }
   }
-  ring::write(r, i, wire::RecordType::Alloc, kind, opAux(op), reinterpret_cast<uint64_t>(p), size,
-              hash);
+  if (ML_UNLIKELY(extra)) ring::writeContinuations(r, i + 1, extra, sizeof *extra);
+  ring::write(r, i, wire::RecordType::Alloc, kind, opAux(op) | (extra ? wire::kAuxExtra : 0),
+              reinterpret_cast<uint64_t>(p), size, hash, tag);
 }
 
-Reservation reserveRelease() {
+Reservation reserveRelease(uint32_t slots) {
   Reservation r;
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
-  if (h) ring::reserve(h, 1, &r);  // leaves r empty when nothing was reserved
+  if (h) ring::reserve(h, slots, &r);  // leaves r empty when nothing was reserved
   return r;
 }
 
 void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
-                    wire::Op op) {
+                    wire::Op op, uint32_t tag, const wire::EventExtra* extra) {
   if (!r.records) return;
   auto type = kind == wire::AllocKind::Mmap ? wire::RecordType::Unmap : wire::RecordType::Free;
-  ring::write(r, r.index, type, kind, opAux(op), reinterpret_cast<uint64_t>(p), length, 0);
+  if (ML_UNLIKELY(extra)) ring::writeContinuations(r, r.index + 1, extra, sizeof *extra);
+  ring::write(r, r.index, type, kind, opAux(op) | (extra ? wire::kAuxExtra : 0),
+              reinterpret_cast<uint64_t>(p), length, 0, tag);
 }
 
 void publishNop(const Reservation& r) {
@@ -178,15 +182,16 @@ void publishNop(const Reservation& r) {
   ring::write(r, r.index, wire::RecordType::Nop, wire::AllocKind::Malloc, 0, 0, 0, 0);
 }
 
-void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux) {
+void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux,
+                  uint32_t tag) {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   Reservation r;
   if (!h || !ring::reserve(h, 1, &r)) return;
-  ring::write(r, r.index, type, wire::AllocKind::Malloc, aux, a, b, c);
+  ring::write(r, r.index, type, wire::AllocKind::Malloc, aux, a, b, c, tag);
 }
 
 void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const char* text,
-                size_t len) {
+                size_t len, uint32_t tag) {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (!h) return;
   if (len > kMaxText) len = kMaxText;
@@ -194,7 +199,7 @@ void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const
   Reservation r;
   if (!ring::reserve(h, 1 + conts, &r)) return;
   ring::writeContinuations(r, r.index + 1, text, len);
-  ring::write(r, r.index, type, wire::AllocKind::Malloc, static_cast<uint16_t>(len), a, b, c);
+  ring::write(r, r.index, type, wire::AllocKind::Malloc, static_cast<uint16_t>(len), a, b, c, tag);
 }
 
 // A fork child inherits the forking thread's table: the generation bump clears it on next use.

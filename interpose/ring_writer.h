@@ -60,13 +60,14 @@ inline wire::Record& slot(const Reservation& r, uint64_t index) {
 // fields before the stamp for the reader's acquire load. The record carries the reservation's
 // time stamp (wire.h: taken before the head that covers it was published).
 inline void write(const Reservation& res, uint64_t index, wire::RecordType type,
-                  wire::AllocKind kind, uint16_t aux, uint64_t a, uint64_t b, uint64_t c) {
+                  wire::AllocKind kind, uint16_t aux, uint64_t a, uint64_t b, uint64_t c,
+                  uint32_t tag = 0) {
   wire::Record& r = slot(res, index);
   r.type = type;
   r.kind = kind;
   r.aux = aux;
   r.tid = currentTid();
-  r.reserved = 0;
+  r.tag = tag;
   r.ts = res.ts;
   r.a = a;
   r.b = b;

@@ -185,19 +185,25 @@ struct Reservation {
 // are a release (reserved before) followed by an allocation (reserved after): reserving the
 // allocation's slot before the call too would let another thread's free of the address the
 // call returns land after it.
-void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op);
+// tag: the device number or pool id (wire.h); extra: a collector's event time and stream, sent
+// in one more slot.
+void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, uint32_t tag = 0,
+                 const wire::EventExtra* extra = nullptr);
 // Makes sure this thread's exit hands back its stack cache and its lane (recorder.cpp).
 void ensureThreadExitHook();
-Reservation reserveRelease();
+// slots: 2 when the release will carry an EventExtra.
+Reservation reserveRelease(uint32_t slots = 1);
 void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
-                    wire::Op op);  // Free, or Unmap for kind Mmap
+                    wire::Op op, uint32_t tag = 0,
+                    const wire::EventExtra* extra = nullptr);  // Free, or Unmap for kind Mmap
 void publishNop(const Reservation& r);
-void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux);
+void recordSimple(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, uint16_t aux,
+                  uint32_t tag = 0);
 // A record with text in continuation slots (Module: path, Marker: name); text is truncated to
 // kMaxText bytes.
 inline constexpr size_t kMaxText = 4096;
 void recordText(wire::RecordType type, uint64_t a, uint64_t b, uint64_t c, const char* text,
-                size_t len);
+                size_t len, uint32_t tag = 0);
 
 // Modules (modules.cpp): the loaded objects, as Module/ModuleGone records.
 void modulesInit(const char* exePath);

@@ -55,9 +55,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../schemas/kinds.h"
+
 namespace memledger::wire {
 
-inline constexpr uint32_t kWireVersion = 4;
+inline constexpr uint32_t kWireVersion = 5;
 inline constexpr uint32_t kRingMagic = 0x4d4c5247;  // "MLRG"
 inline constexpr const char* kEnvDir = "MEMLEDGER_DIR";
 inline constexpr const char* kEnvRingSlots = "MEMLEDGER_RING_SLOTS";   // slots of every lane (override)
@@ -90,30 +92,38 @@ enum class RecordType : uint8_t {
   ThreadName = 9,   // reserved
   Continuation = 10,
   ModuleGone = 11,  // a=load bias, b=start (dlclose made a module go away)
+  PoolCreate = 12,  // a=base, b=reserved bytes, tag=pool id (> 0); aux=name length, name follows
+  PoolDestroy = 13, // tag=pool id: the pool and every block still in it go away
   Count
 };
 
-// Which kind of memory (a site's kind in reports). Append only.
-enum class AllocKind : uint8_t { Malloc = 0, New = 1, Mmap = 2, Custom = 3, Count };
+// Which kind of memory, and which call made or released it: the registry in schemas/kinds.h
+// (codes and positions there are append only, as the wire's are).
+using AllocKind = kinds::Kind;
+using Op = kinds::Op;
 
-// Which call made an allocation or free. Append only.
-enum class Op : uint8_t {
-  Malloc = 0, Calloc, Realloc, Reallocarray, Free, PosixMemalign, AlignedAlloc, Memalign, Valloc,
-  Pvalloc, New, NewArray, Delete, DeleteArray, Mmap, Munmap, Mremap, CustomAlloc, CustomFree, Count
+// Alloc/Free aux: the op in the low bits; kAuxExtra set: one continuation slot follows with an
+// EventExtra (collectors: the event's own time and stream, see memledger/collector.h).
+inline constexpr uint16_t kAuxOpMask = 0x7f;
+inline constexpr uint16_t kAuxExtra = 0x8000;
+struct EventExtra {
+  uint64_t event_ns;  // CLOCK_MONOTONIC of the event itself (0: the record's own stamp)
+  uint64_t stream;    // CUDA stream (0: none / the default stream)
+  uint64_t flags;     // reserved, 0
 };
 
 struct alignas(16) Record {
   std::atomic<uint32_t> seq;  // publication stamp: slot index + 1 (mod 2^32); written last
   RecordType type;
   AllocKind kind;
-  uint16_t aux;               // Stack: frame count; Module/Marker: byte length of the text; Alloc: Op
+  uint16_t aux;               // Stack: frame count; Module/Marker/PoolCreate: text bytes; Alloc/Free: Op
   uint32_t tid;
-  uint32_t reserved;
+  uint32_t tag;               // Alloc/Free: device number (device kinds) or pool id (pool blocks)
   uint64_t ts;                // stamp (RingClock below); a head's is written at reservation
   uint64_t a, b, c;
 };
 static_assert(sizeof(Record) == 48, "the ring's record layout is part of the wire format");
-static_assert(static_cast<int>(RecordType::Count) == 12, "append new record types at the end");
+static_assert(static_cast<int>(RecordType::Count) == 14, "append new record types at the end");
 
 // A continuation slot carries payload for the record before it. Its first 4 bytes are its own
 // publication stamp; the remaining 44 bytes are payload (5 frames, or 44 bytes of text).
@@ -161,10 +171,23 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
   switch (type) {
     case RecordType::Stack: return continuationSlotsForFrames(aux);
     case RecordType::Module:
-    case RecordType::Marker: return continuationSlotsForText(aux);
-    default: return 0;
+    case RecordType::Marker:
+    case RecordType::PoolCreate: return continuationSlotsForText(aux);
+    case RecordType::Alloc:
+    case RecordType::Free: return (aux & kAuxExtra) ? 1 : 0;
+    case RecordType::Nop:
+    case RecordType::Unmap:
+    case RecordType::Exit:
+    case RecordType::ChildStatus:
+    case RecordType::ThreadName:
+    case RecordType::Continuation:
+    case RecordType::ModuleGone:
+    case RecordType::PoolDestroy:
+    case RecordType::Count: return 0;
   }
+  return 0;
 }
+static_assert(sizeof(EventExtra) <= kContinuationBytes);
 
 // Record timestamps (Record::ts) of a ring: CLOCK_MONOTONIC nanoseconds, or the CPU's time-stamp
 // counter where it is invariant and the kernel's own clocksource (one rdtsc instead of a vDSO

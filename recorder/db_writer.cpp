@@ -107,6 +107,11 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
   w->siteTimeline_ = w->prepare("INSERT INTO site_buckets(image_id, buckets) VALUES (?,?)");
   w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
+  w->space_ = w->prepare(
+      "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
+      "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  w->peakSite_ = w->prepare(
+      "INSERT INTO peak_sites(space, image_id, stack_id, kind, count, bytes) VALUES (?,?,?,?,?,?)");
   if (!w->ok()) {
     *error = w->error_;
     return nullptr;
@@ -116,7 +121,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
-                           timeline_, siteTimeline_, marker_})
+                           timeline_, siteTimeline_, marker_, space_, peakSite_})
     sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
@@ -293,11 +298,10 @@ void DbWriter::insertSite(const SiteRow& r) {
   packed::putSigned(sites_.bytes, r.stack_id - prevSiteStack_);
   prevSiteStack_ = r.stack_id;
   putVarint(sites_.bytes, r.kind);
-  const uint64_t vals[] = {r.alloc_count, r.alloc_bytes, r.free_count, r.freed_bytes, r.leak_count,
-                           r.leak_bytes, r.peak_count, r.peak_bytes, r.temp_count, r.temp_bytes,
-                           r.realloc_count, r.max_live_count, r.max_live_bytes, r.min_size,
-                           r.max_size, r.same_size_count, r.lifetime_ns_sum, r.max_realloc_chain};
-  for (uint64_t v : vals) putVarint(sites_.bytes, v);
+  putVarint(sites_.bytes, r.account);
+#define MEMLEDGER_PUT_COUNTER(name) putVarint(sites_.bytes, r.name);
+  MEMLEDGER_SITE_COUNTERS(MEMLEDGER_PUT_COUNTER)
+#undef MEMLEDGER_PUT_COUNTER
   ++sites_.count;
 }
 
@@ -348,6 +352,13 @@ void DbWriter::insertTimeline(const TimelineRow& r) {
   putVarint(buckets_.bytes, r.allocs);
   putVarint(buckets_.bytes, r.frees);
   putVarint(buckets_.bytes, r.alloc_bytes);
+  putVarint(buckets_.bytes, r.accounts.size());  // version 5: the other accounts that changed
+  for (const AccountPoint& a : r.accounts) {
+    putVarint(buckets_.bytes, a.account);
+    putSigned(buckets_.bytes, a.live);
+    putSigned(buckets_.bytes, delta(static_cast<uint64_t>(a.max), static_cast<uint64_t>(a.live)));
+    putSigned(buckets_.bytes, delta(static_cast<uint64_t>(a.live), static_cast<uint64_t>(a.min)));
+  }
   prevBucket_ = r;
   ++buckets_.count;
 }
@@ -392,6 +403,38 @@ void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& nam
   step(marker_);
 }
 
+void DbWriter::insertSpace(const SpaceRow& r) {
+  sqlite3_stmt* st = space_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.image_id);
+  sqlite3_bind_int64(st, 2, r.account);
+  bindText(st, 3, r.name);
+  bindText(st, 4, r.space);
+  sqlite3_bind_int(st, 5, r.pool ? 1 : 0);
+  sqlite3_bind_int64(st, 6, r.pool_id);
+  bindText(st, 7, r.kind);
+  bindU(st, 8, r.base);
+  bindU(st, 9, r.reserved_bytes);
+  bindOpt(st, 10, r.created_ns);
+  bindOpt(st, 11, r.destroyed_ns);
+  bindU(st, 12, r.peak_bytes);
+  bindU(st, 13, r.peak_ns);
+  bindU(st, 14, r.end_bytes);
+  step(st);
+}
+
+void DbWriter::insertPeakSite(const PeakSiteRow& r) {
+  sqlite3_stmt* st = peakSite_;
+  if (!st) return;
+  bindText(st, 1, r.space);
+  sqlite3_bind_int64(st, 2, r.image_id);
+  sqlite3_bind_int64(st, 3, r.stack_id);
+  sqlite3_bind_int(st, 4, r.kind);
+  bindU(st, 5, r.count);
+  bindU(st, 6, r.bytes);
+  step(st);
+}
+
 void DbWriter::applyFinishSchema() {
   commit();
   std::string fin = withoutComments(splitSchema().second);
@@ -405,7 +448,7 @@ void DbWriter::close() {
   commit();
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
-                            &alloc_, &timeline_, &siteTimeline_, &marker_}) {
+                            &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

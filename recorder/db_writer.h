@@ -13,13 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "schemas/site_counters.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace memledger::recorder {
 
 // PRAGMA user_version of schemas/memledger.sql (meta schema_version repeats it).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = schema::kSchemaVersion;
 
 struct ProcessRow {
   int64_t id = 0;
@@ -38,13 +40,40 @@ struct ProcessRow {
 
 struct SiteRow {
   int64_t stack_id = 0;
-  uint8_t kind = 0;  // wire::AllocKind, which is site_totals' kind code (see the schema)
+  uint8_t kind = 0;  // schemas/kinds.h code, which is site_totals' kind code (see the schema)
+  uint32_t account = 0;  // the image's spaces.account this site counts in
   int64_t image_id = 0;
-  uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
-  uint64_t leak_count = 0, leak_bytes = 0, peak_count = 0, peak_bytes = 0;
-  uint64_t temp_count = 0, temp_bytes = 0, realloc_count = 0;
-  uint64_t max_live_count = 0, max_live_bytes = 0, min_size = 0, max_size = 0;
-  uint64_t same_size_count = 0, lifetime_ns_sum = 0, max_realloc_chain = 0;
+#define MEMLEDGER_SITE_FIELD(name) uint64_t name = 0;
+  MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SITE_FIELD)
+#undef MEMLEDGER_SITE_FIELD
+};
+
+// One account of an image (a space's or a pool's live total; image 0: the recording's
+// simultaneous totals): a `spaces` row.
+struct SpaceRow {
+  int64_t image_id = 0;
+  uint32_t account = 0;
+  std::string name, space;  // "heap" | "mmap" | "device:N" | ... | "pool:NAME"; space: where it lives
+  bool pool = false;
+  uint32_t pool_id = 0;
+  std::string kind;         // the kind of its blocks
+  uint64_t base = 0, reserved_bytes = 0;
+  std::optional<uint64_t> created_ns, destroyed_ns;
+  uint64_t peak_bytes = 0, peak_ns = 0, end_bytes = 0;
+};
+
+// A site live at the recording's simultaneous peak of a space: a `peak_sites` row.
+struct PeakSiteRow {
+  std::string space;
+  int64_t image_id = 0, stack_id = 0;
+  uint8_t kind = 0;
+  uint64_t count = 0, bytes = 0;
+};
+
+// An account's values in one timeline bucket (accounts 2.. ; heap and mmap are inline).
+struct AccountPoint {
+  uint32_t account;
+  int64_t live, max, min;
 };
 
 struct AllocationRow {
@@ -70,6 +99,7 @@ struct TimelineRow {
   int64_t heap_bytes = 0, heap_max = 0, heap_min = 0, mmap_bytes = 0;
   std::optional<uint64_t> rss_bytes, anon_bytes;
   uint64_t allocs = 0, frees = 0, alloc_bytes = 0;
+  std::vector<AccountPoint> accounts;  // accounts other than heap and mmap that changed
 };
 
 class DbWriter {
@@ -103,6 +133,8 @@ class DbWriter {
   // (see the schema).
   void insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<SiteBucketEntry>& entries);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
+  void insertSpace(const SpaceRow& row);
+  void insertPeakSite(const PeakSiteRow& row);
 
   // Commits the open batch when it is old (>= 100 ms since the last commit) or large.
   void maybeCommit(uint64_t now_ns);
@@ -156,7 +188,8 @@ class DbWriter {
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
-               *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr;
+               *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
+               *space_ = nullptr, *peakSite_ = nullptr;
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

@@ -12,18 +12,7 @@ using wire::AllocKind;
 using wire::Op;
 using wire::RecordType;
 
-const char* kindName(uint8_t k) {
-  static const char* const names[] = {"malloc", "new", "mmap", "custom"};
-  return k < std::size(names) ? names[k] : "malloc";
-}
-const char* opName(uint8_t op) {
-  static const char* const names[] = {
-      "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
-      "memalign", "valloc", "pvalloc", "new", "new[]", "delete", "delete[]", "mmap", "munmap",
-      "mremap", "custom", "custom_free"};
-  static_assert(std::size(names) == static_cast<size_t>(Op::Count));
-  return op < std::size(names) ? names[op] : "unknown";
-}
+using kinds::opName;
 bool isReallocOp(uint8_t op) {
   return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray);
 }
@@ -42,14 +31,51 @@ uint64_t foldThresholdMeta(const RecordingOptions& opt) {
 ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOptions& opt,
                              const ImageRecorder* forkParent)
     : rec_(rec), db_(rec.db()), id_(imageId), opt_(opt), forkParent_(forkParent),
-      heap_(1024), custom_(16) {
+      heap_(1024) {
   if (opt_.bucket_ns == 0) opt_.bucket_ns = 1'000'000;
+  accounts_.resize(2);
+  accounts_[kHeap].name = accounts_[kHeap].space = kinds::spaceName(kinds::Space::HostHeap);
+  accounts_[kMmap].name = accounts_[kMmap].space = kinds::spaceName(kinds::Space::HostMmap);
+  accounts_[kMmap].kind = kinds::name(AllocKind::Mmap);
+  for (Account& a : accounts_) a.global = rec_.globalSpace(a.space);
+}
+
+// A device's, pinned or managed space, or a pool: made the first time a record names it.
+uint32_t ImageRecorder::otherAccount(AllocKind kind, uint32_t tag) {
+  const kinds::KindInfo& k = kinds::info(kind);
+  bool pool = k.shape == kinds::Shape::PoolBlock;
+  uint64_t key = pool ? (1ull << 63) | uint64_t{k.code} << 32 | tag
+                      : uint64_t(k.space) << 32 | (k.space == kinds::Space::Device ? tag : 0);
+  if (key == lastAccountKey_) return lastAccount_;
+  auto [it, isNew] = accountByKey_.try_emplace(key, static_cast<uint32_t>(accounts_.size()));
+  if (isNew) {
+    Account a;
+    a.pool = pool;
+    a.blocks = std::make_unique<FlatMap<LiveBlock, true>>(16);
+    if (pool) {
+      a.poolId = tag;
+      a.kind = k.name;
+      // memledger_alloc's blocks: the unnamed pool "custom"; a named pool gets its name from
+      // its PoolCreate record (which comes first when the program created it).
+      a.name = kind == AllocKind::Custom && tag == 0 ? std::string("custom")
+                                                     : std::string(k.name) + ":" + std::to_string(tag);
+    } else {
+      a.space = kinds::spaceName(k.space);
+      if (k.space == kinds::Space::Device) a.space += ":" + std::to_string(tag);
+      a.name = a.space;
+      a.global = rec_.globalSpace(a.space);
+    }
+    accounts_.push_back(std::move(a));
+  }
+  lastAccountKey_ = key;
+  lastAccount_ = it->second;
+  return it->second;
 }
 
 // The live set is the one structure too large for the cache (python3 building a dict: millions
 // of blocks); the site and thread tables are small and stay hot.
 void ImageRecorder::prefetch(const wire::Record& ahead) {
-  if (ahead.kind == AllocKind::Mmap || ahead.kind == AllocKind::Custom || ahead.a == 0) return;
+  if ((ahead.kind != AllocKind::Malloc && ahead.kind != AllocKind::New) || ahead.a == 0) return;
   if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
 }
 
@@ -59,10 +85,13 @@ void ImageRecorder::onRecord(const Decoded& r) {
   switch (r.type) {
     case RecordType::Alloc:
       if (r.kind == AllocKind::Mmap) onMmap(r, rel(r.ts));
-      else onAlloc(r);
+      else if (__builtin_expect(kinds::known(static_cast<uint8_t>(r.kind)), 1)) onAlloc(r);
+      else ++unknownKinds_;  // a newer writer's kind: never counted as another one
       break;
     case RecordType::Free:
-      if (r.kind == AllocKind::Mmap) {
+      if (!kinds::known(static_cast<uint8_t>(r.kind))) {
+        ++unknownKinds_;
+      } else if (r.kind == AllocKind::Mmap) {
         // A free of a mapping by address alone: the piece starting there goes.
         auto it = ranges_.find(r.a);
         uint64_t t = rel(r.ts);
@@ -109,9 +138,49 @@ void ImageRecorder::onRecord(const Decoded& r) {
       db_.insertMarker(id_, t, std::string(r.text));
       break;
     }
-    default:
-      break;  // Nop, ThreadName (reserved), stray continuations
+    case RecordType::PoolCreate:
+      onPoolCreate(r);
+      break;
+    case RecordType::PoolDestroy:
+      onPoolDestroy(r);
+      break;
+    case RecordType::Nop:
+    case RecordType::ThreadName:    // reserved
+    case RecordType::Continuation:  // stray: its head was dropped
+    case RecordType::Count:
+      break;
   }
+}
+
+void ImageRecorder::onPoolCreate(const Decoded& r) {
+  uint64_t t = rel(r.ts);
+  bucketAt(t);
+  uint32_t acc = accountOf(AllocKind::Custom, r.tag);
+  Account& a = accounts_[acc];
+  a.name = "pool:" + (r.text.empty() ? std::to_string(r.tag) : std::string(r.text));
+  a.base = r.a;
+  a.reserved = r.b;
+  a.createdNs = t;
+  // The pool's memory is counted where the program got it: a heap block or a mapping at its base.
+  if (heap_.find(mapKey(r.a))) a.space = accounts_[kHeap].space;
+  else if (!ranges_.empty() && ranges_.upper_bound(r.a) != ranges_.begin() &&
+           std::prev(ranges_.upper_bound(r.a))->second.end > r.a)
+    a.space = accounts_[kMmap].space;
+}
+
+// A pool that goes takes its blocks with it: they are released, not leaked.
+void ImageRecorder::onPoolDestroy(const Decoded& r) {
+  uint64_t t = rel(r.ts);
+  bucketAt(t);
+  uint32_t acc = accountOf(AllocKind::Custom, r.tag);
+  FlatMap<LiveBlock, true>& blocks = blocksOf(acc);
+  std::vector<std::pair<uint64_t, LiveBlock>> gone;
+  blocks.forEach([&](uint64_t key, LiveBlock& b) { gone.emplace_back(fromMapKey(key), b); });
+  for (auto& [address, b] : gone) {
+    blocks.erase(mapKey(address), nullptr);
+    freeBlock(address, b, t, Op::PoolFree, /*missed=*/true);
+  }
+  accounts_[acc].destroyedNs = t;
 }
 
 ImageRecorder::ThreadState& ImageRecorder::otherThread(uint32_t tid) {
@@ -120,7 +189,7 @@ ImageRecorder::ThreadState& ImageRecorder::otherThread(uint32_t tid) {
   return *lastThread_;
 }
 
-uint32_t ImageRecorder::newSiteFor(uint64_t hash, int k) {
+uint32_t ImageRecorder::newSiteFor(uint64_t hash, int k, uint32_t account) {
   // Hash 0 is "no stack"; the map reserves key 0, so that stack lives under a key no real hash
   // takes (hashFrames never returns 0, and ~0 stands in for it).
   uint64_t key = mapKey(hash);
@@ -137,22 +206,49 @@ uint32_t ImageRecorder::newSiteFor(uint64_t hash, int k) {
       idx = internStack(key, nullptr, 0);
   }
   int32_t& site = stacks_[idx].site[k];
-  if (site < 0) {
-    site = static_cast<int32_t>(sites_.size());
-    Site s;
-    s.stack_id = stacks_[idx].dbId;
-    s.kind = static_cast<AllocKind>(k);
-    s.stamp = epoch_;  // nothing of this site was live at any earlier peak
-    sites_.push_back(s);
+  if (site >= 0 && sites_[static_cast<uint32_t>(site)].account == account) return static_cast<uint32_t>(site);
+  uint32_t* extra = nullptr;
+  if (site >= 0) {  // the stack already has a site of this kind, in another account
+    auto [it, isNew] = extraSites_.try_emplace({idx, k, account}, 0);
+    if (!isNew) return it->second;
+    extra = &it->second;
   }
-  return static_cast<uint32_t>(site);
+  uint32_t created = static_cast<uint32_t>(sites_.size());
+  Site s;
+  s.stack_id = stacks_[idx].dbId;
+  s.kind = static_cast<AllocKind>(k);
+  s.account = account;
+  // Nothing of this site was live at any earlier peak.
+  const Account& a = accounts_[account];
+  s.stamp = a.epoch;
+  if (a.global != kNoGlobal) s.gstamp = rec_.global(a.global).epoch;
+  sites_.push_back(s);
+  if (extra) *extra = created;
+  else site = static_cast<int32_t>(created);
+  return created;
 }
 
 ML_HOT void ImageRecorder::touch(Site& s) {
-  if (s.stamp < epoch_) {
+  const Account& a = accounts_[s.account];
+  if (s.stamp < a.epoch) {
     s.at_peak_count = s.cur_count;
     s.at_peak_bytes = s.cur_bytes;
-    s.stamp = epoch_;
+    s.stamp = a.epoch;
+  }
+  if (a.global != kNoGlobal) {
+    uint64_t ge = rec_.global(a.global).epoch;
+    if (s.gstamp < ge) {
+      s.at_gpeak_count = s.cur_count;
+      s.at_gpeak_bytes = s.cur_bytes;
+      s.gstamp = ge;
+    }
+  }
+}
+
+void ImageRecorder::resetBucketAccounts() {
+  for (Account& a : accounts_) {
+    a.bucketMax = a.bucketMin = a.live;
+    a.inBucket = false;
   }
 }
 
@@ -172,7 +268,8 @@ void ImageRecorder::newBucketAt(uint64_t t) {
     flushBucket();
   }
   applySamples(t);
-  bucket_ = Bucket{idx, -1, heapLive_, heapLive_, 0, 0, 0};
+  bucket_ = Bucket{idx, -1, 0, 0, 0};
+  resetBucketAccounts();
   bucketEnd_ = static_cast<uint64_t>(idx + 1) * opt_.bucket_ns;
   refreshQuiet();
 }
@@ -185,7 +282,8 @@ void ImageRecorder::splitBucketAt(uint64_t t) {
   int64_t start = bucket_.start >= 0 ? bucket_.start : bucket_.index * static_cast<int64_t>(opt_.bucket_ns);
   if (static_cast<int64_t>(t) <= start) return;
   flushBucket();
-  bucket_ = Bucket{bucket_.index, static_cast<int64_t>(t), heapLive_, heapLive_, 0, 0, 0};
+  bucket_ = Bucket{bucket_.index, static_cast<int64_t>(t), 0, 0, 0};
+  resetBucketAccounts();
 }
 
 void ImageRecorder::flushBucket() {
@@ -194,10 +292,14 @@ void ImageRecorder::flushBucket() {
   row.image_id = id_;
   row.t_ns = bucket_.start >= 0 ? static_cast<uint64_t>(bucket_.start)
                                  : static_cast<uint64_t>(bucket_.index) * opt_.bucket_ns;
-  row.heap_bytes = heapLive_;
-  row.heap_max = bucket_.heapMax;
-  row.heap_min = bucket_.heapMin;
-  row.mmap_bytes = mmapLive_;
+  row.heap_bytes = accounts_[kHeap].live;
+  row.heap_max = accounts_[kHeap].bucketMax;
+  row.heap_min = accounts_[kHeap].bucketMin;
+  row.mmap_bytes = accounts_[kMmap].live;
+  for (uint32_t i = 2; i < accounts_.size(); ++i) {
+    const Account& a = accounts_[i];
+    if (a.inBucket) row.accounts.push_back({i, a.live, a.bucketMax, a.bucketMin});
+  }
   row.rss_bytes = rss_;
   row.anon_bytes = anon_;
   row.allocs = bucket_.allocs;
@@ -225,22 +327,27 @@ ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
   bucket_.allocBytes += size;
 }
 
-ML_HOT void ImageRecorder::heapChanged(int64_t delta, uint64_t t) {
-  heapLive_ += delta;
-  bucket_.heapMax = std::max(bucket_.heapMax, heapLive_);
-  bucket_.heapMin = std::min(bucket_.heapMin, heapLive_);
-  if (heapLive_ > static_cast<int64_t>(peakHeap_)) {
-    peakHeap_ = static_cast<uint64_t>(heapLive_);
-    peakHeapNs_ = t;
-    ++epoch_;  // every site's snapshot is now stale; touch() refreshes it lazily
+ML_HOT void ImageRecorder::accountChanged(uint32_t account, int64_t delta, uint64_t t) {
+  Account& a = accounts_[account];
+  a.live += delta;
+  a.bucketMax = std::max(a.bucketMax, a.live);
+  a.bucketMin = std::min(a.bucketMin, a.live);
+  a.inBucket = true;
+  if (a.live > static_cast<int64_t>(a.peak)) {
+    a.peak = static_cast<uint64_t>(a.live);
+    a.peakNs = t;
+    ++a.epoch;  // every site's snapshot of this account is now stale; touch() refreshes it lazily
   }
+  if (a.global != kNoGlobal) globalChanged(a.global, delta, t);
 }
 
-void ImageRecorder::mmapChanged(int64_t delta, uint64_t t) {
-  mmapLive_ += delta;
-  if (mmapLive_ > static_cast<int64_t>(peakMmap_)) {
-    peakMmap_ = static_cast<uint64_t>(mmapLive_);
-    peakMmapNs_ = t;
+void ImageRecorder::globalChanged(uint32_t global, int64_t delta, uint64_t t) {
+  Recording::GlobalSpace& g = rec_.global(global);
+  g.live += delta;
+  if (g.live > static_cast<int64_t>(g.peak)) {
+    g.peak = static_cast<uint64_t>(g.live);
+    g.peakNs = t;
+    ++g.epoch;
   }
 }
 
@@ -258,7 +365,8 @@ ML_HOT static void countAlloc(Site& s, uint64_t size) {
 }
 
 ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
-  uint64_t t = rel(r.ts);
+  // A collector's event carries its own time (late activity records); the stamp orders it.
+  uint64_t t = rel(__builtin_expect(r.event_ns != 0, 0) ? r.event_ns : r.ts);
   bucketAt(t);
   uint8_t op = static_cast<uint8_t>(r.aux);
   ThreadState& th = thread(r.tid);
@@ -268,15 +376,16 @@ ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
   th.reallocPending = false;
   th.lastAlloc = r.a;
 
-  uint32_t site = siteFor(r.c, r.kind);
-  FlatMap<LiveBlock, true>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  uint32_t account = accountOf(r.kind, r.tag);
+  uint32_t site = siteFor(r.c, r.kind, account);
+  FlatMap<LiveBlock, true>& live = blocksOf(account);
   auto [blk, isNew] = live.insert(mapKey(r.a));
   if (!isNew) {
     // The address is live already: its free was missed (e.g. freed by a path we do not hook).
     LiveBlock old = *blk;
     freeBlock(r.a, old, t, Op::Free, /*missed=*/true);
   }
-  *blk = LiveBlock::make(r.b, t, site, r.tid, chain, op, static_cast<uint8_t>(r.kind), reallocOf != 0);
+  *blk = LiveBlock::make(r.b, t, site, r.tid, chain, op, reallocOf != 0);
   if (reallocOf) *reallocOf_.insert(mapKey(r.a)).first = reallocOf;
 
   Site& s = sites_[site];
@@ -287,14 +396,14 @@ ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
     s.max_realloc_chain = std::max<uint64_t>(s.max_realloc_chain, chain);
   }
   countInBucket(site, r.b);
-  heapChanged(static_cast<int64_t>(r.b), t);
+  accountChanged(account, static_cast<int64_t>(r.b), t);
 }
 
 ML_HOT void ImageRecorder::onFree(const Decoded& r) {
-  uint64_t t = rel(r.ts);
+  uint64_t t = rel(__builtin_expect(r.event_ns != 0, 0) ? r.event_ns : r.ts);
   bucketAt(t);
   uint8_t op = static_cast<uint8_t>(r.aux);
-  FlatMap<LiveBlock, true>& live = r.kind == AllocKind::Custom ? custom_ : heap_;
+  FlatMap<LiveBlock, true>& live = blocksOf(accountOf(r.kind, r.tag));
   LiveBlock b;
   uint32_t row = 0;
   uint16_t chain = 0;
@@ -335,7 +444,7 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   uint32_t row = 0;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
   ++bucket_.frees;
-  heapChanged(-static_cast<int64_t>(size), t);
+  accountChanged(s.account, -static_cast<int64_t>(size), t);
   return row;
 }
 
@@ -351,7 +460,7 @@ uint32_t ImageRecorder::writeAllocation(const LiveBlock& b, uint64_t address,
   row.id = rec_.nextAllocationId();
   row.image_id = id_;
   row.tid = b.tid;
-  row.kind = kindName(b.kind());
+  row.kind = kinds::name(sites_[b.site].kind);
   row.op = opName(b.op());
   row.address = address;
   row.size = b.size();
@@ -370,7 +479,7 @@ void ImageRecorder::onMmap(const Decoded& r, uint64_t t) {
   th.lastAlloc = r.a;
   if (r.b == 0) return;
   unmapRange(r.a, r.b, t);  // MAP_FIXED over an existing mapping replaces it
-  uint32_t site = siteFor(r.c, AllocKind::Mmap);
+  uint32_t site = siteFor(r.c, AllocKind::Mmap, kMmap);
   uint32_t index;
   if (!freeMappings_.empty()) {
     index = freeMappings_.back();
@@ -385,7 +494,7 @@ void ImageRecorder::onMmap(const Decoded& r, uint64_t t) {
   touch(s);
   countAlloc(s, r.b);
   countInBucket(site, r.b);
-  mmapChanged(static_cast<int64_t>(r.b), t);
+  accountChanged(kMmap, static_cast<int64_t>(r.b), t);
 }
 
 void ImageRecorder::unmapRange(uint64_t addr, uint64_t len, uint64_t t) {
@@ -410,7 +519,7 @@ void ImageRecorder::unmapRange(uint64_t addr, uint64_t len, uint64_t t) {
     m.remaining -= removed;
     site.freed_bytes += removed;
     site.cur_bytes -= removed;
-    mmapChanged(-static_cast<int64_t>(removed), t);
+    accountChanged(kMmap, -static_cast<int64_t>(removed), t);
     if (m.remaining == 0) endMapping(mi, t);
     if (e > hi) break;  // hi == end: nothing further can overlap
   }
@@ -464,7 +573,8 @@ void ImageRecorder::close(uint64_t ts) {
     writeAllocation(b, address, std::nullopt, takeReallocOf(b, address));
   };
   heap_.forEach(leak);
-  custom_.forEach(leak);
+  for (Account& a : accounts_)
+    if (a.blocks) a.blocks->forEach(leak);
   for (auto& [start, range] : ranges_) {
     Mapping& m = mappings_[range.mapping];
     if (m.remaining == 0) continue;
@@ -473,15 +583,24 @@ void ImageRecorder::close(uint64_t ts) {
   }
   for (size_t i = 0; i < sites_.size(); ++i) {
     Site& s = sites_[i];
-    if (epoch_ == 0) {
-      s.at_peak_count = s.at_peak_bytes = 0;  // no heap allocation ever: no peak instant
-    } else if (s.stamp < epoch_) {
+    const Account& a = accounts_[s.account];
+    if (a.epoch == 0) {
+      s.at_peak_count = s.at_peak_bytes = 0;  // nothing ever live in the account: no peak instant
+    } else if (s.stamp < a.epoch) {
       s.at_peak_count = s.cur_count;
       s.at_peak_bytes = s.cur_bytes;
+    }
+    // The simultaneous peak so far: what this site held then (peakSitesAt() keeps it only if no
+    // later peak came after this image ended).
+    if (a.global != kNoGlobal && s.gstamp < rec_.global(a.global).epoch) {
+      s.at_gpeak_count = s.cur_count;
+      s.at_gpeak_bytes = s.cur_bytes;
+      s.gstamp = rec_.global(a.global).epoch;
     }
     SiteRow row;
     row.stack_id = s.stack_id;
     row.kind = static_cast<uint8_t>(s.kind);
+    row.account = s.account;
     row.image_id = id_;
     row.alloc_count = s.alloc_count;
     row.alloc_bytes = s.alloc_bytes;
@@ -503,8 +622,36 @@ void ImageRecorder::close(uint64_t ts) {
     row.max_realloc_chain = s.max_realloc_chain;
     db_.insertSite(row);
   }
+  // This image's memory leaves the simultaneous totals; its leftovers stay its leaks.
+  for (uint32_t i = 0; i < accounts_.size(); ++i) {
+    Account& a = accounts_[i];
+    SpaceRow row;
+    row.image_id = id_;
+    row.account = i;
+    row.name = a.name;
+    row.space = a.space;
+    row.pool = a.pool;
+    row.pool_id = a.poolId;
+    row.kind = a.kind;
+    row.base = a.base;
+    row.reserved_bytes = a.reserved;
+    row.created_ns = a.createdNs;
+    row.destroyed_ns = a.destroyedNs;
+    row.peak_bytes = a.peak;
+    row.peak_ns = a.peakNs;
+    row.end_bytes = static_cast<uint64_t>(std::max<int64_t>(a.live, 0));
+    db_.insertSpace(row);
+    if (a.global != kNoGlobal) {
+      Recording::GlobalSpace& g = rec_.global(a.global);
+      g.live -= a.live;
+      a.closeGlobalEpoch = g.epoch;
+    }
+    a.blocks.reset();
+  }
+  if (unknownKinds_)
+    std::fprintf(stderr, "memledger: warning: %llu records of image %lld had a kind this memledger does not know; not counted\n",
+                 static_cast<unsigned long long>(unknownKinds_), static_cast<long long>(id_));
   heap_.release();
-  custom_.release();
   reallocOf_.release();
   lastStackOf_.release();
   std::vector<LastStack>().swap(lastStacks_);
@@ -520,6 +667,24 @@ void ImageRecorder::close(uint64_t ts) {
   pathNodes_.release();  // nothing more is interned here (fork children ask stackFrames(), which
                         // reads treeNodes_ and addressByIp_)
   closed_ = true;
+}
+
+void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const {
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& s = sites_[i];
+    const Account& a = accounts_[s.account];
+    // An image that ended before the peak (its epoch moved on) had nothing live at it.
+    if (a.global != global || a.closeGlobalEpoch != epoch || s.gstamp != epoch) continue;
+    if (s.at_gpeak_count == 0 && s.at_gpeak_bytes == 0) continue;
+    PeakSiteRow row;
+    row.space = a.space;
+    row.image_id = id_;
+    row.stack_id = s.stack_id;
+    row.kind = static_cast<uint8_t>(s.kind);
+    row.count = s.at_gpeak_count;
+    row.bytes = s.at_gpeak_bytes;
+    out.push_back(row);
+  }
 }
 
 }  // namespace memledger::recorder

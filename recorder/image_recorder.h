@@ -19,13 +19,19 @@
 //   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
 //   realloc's free is a resize, never a temporary.
-// - Heap (for the peak and the timeline) is malloc + new + custom pools; anonymous mmap has its
-//   own curve and peak. sites.peak_* of every kind is what was live at the heap peak.
+// - Accounts (schemas/kinds.h): every kind counts in one account of the image, an address space
+//   (0 host heap: malloc + new, 1 anonymous mmap, then device:N, pinned, managed as they appear)
+//   or a pool (custom blocks: in use inside memory already counted elsewhere). Each account has
+//   its own live total, exact peak and curve; sites.peak_* is what was live at the peak of the
+//   site's own account. Spaces also add into the Recording's simultaneous totals over all live
+//   images (spaces rows of image 0, peak_sites).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,13 +68,16 @@ uint64_t foldThresholdMeta(const RecordingOptions& opt);
 struct Site {
   int64_t stack_id = 0;
   wire::AllocKind kind = wire::AllocKind::Malloc;
+  uint32_t account = 0;  // index in the image's accounts
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
   uint64_t temp_count = 0, temp_bytes = 0, realloc_count = 0, max_realloc_chain = 0;
   uint64_t max_live_count = 0, max_live_bytes = 0, min_size = UINT64_MAX, max_size = 0;
   uint64_t same_size_count = 0, last_size = 0, lifetime_ns_sum = 0;
   uint64_t cur_count = 0, cur_bytes = 0;
-  // Lazy snapshot of the live set at the heap peak: valid for the peak epoch in `stamp`.
+  // Lazy snapshot of the live set at its account's peak: valid for the peak epoch in `stamp`;
+  // the same for the recording's simultaneous peak of its space (gstamp: that space's epoch).
   uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
+  uint64_t at_gpeak_count = 0, at_gpeak_bytes = 0, gstamp = 0;
   // Allocations in the current timeline bucket (a `site_timeline` entry when it is flushed).
   uint64_t bucket_bytes = 0;
   uint64_t bucket_allocs = 0;
@@ -82,6 +91,7 @@ class ImageRecorder final : public RecordSink {
   void prefetch(const wire::Record& ahead) override;
   // A live set past ~1 MiB of table no longer sits in L2: from there each event would miss.
   bool wantsPrefetch() const override { return heap_.size() >= kPrefetchLiveBlocks; }
+  static constexpr uint32_t kNoGlobal = UINT32_MAX;
   static constexpr size_t kPrefetchLiveBlocks = 16384;
 
   // A /proc sample of the process (absolute CLOCK_MONOTONIC time). caughtUp: the ring holds
@@ -95,13 +105,16 @@ class ImageRecorder final : public RecordSink {
   int64_t id() const { return id_; }
   std::optional<int> exitRecord() const { return exitRecord_; }
   uint64_t unknownFrees() const { return unknownFrees_; }
-  uint64_t peakHeapBytes() const { return peakHeap_; }
-  uint64_t peakHeapNs() const { return peakHeapNs_; }
-  uint64_t peakMmapBytes() const { return peakMmap_; }
-  uint64_t peakMmapNs() const { return peakMmapNs_; }
+  uint64_t peakHeapBytes() const { return accounts_[kHeap].peak; }
+  uint64_t peakHeapNs() const { return accounts_[kHeap].peakNs; }
+  uint64_t peakMmapBytes() const { return accounts_[kMmap].peak; }
+  uint64_t peakMmapNs() const { return accounts_[kMmap].peakNs; }
   uint64_t peakRss() const { return peakRss_; }
-  int64_t heapBytes() const { return heapLive_; }
-  int64_t mmapBytes() const { return mmapLive_; }
+  int64_t heapBytes() const { return accounts_[kHeap].live; }
+  int64_t mmapBytes() const { return accounts_[kMmap].live; }
+  // The live set of this image's sites at the recording's simultaneous peak of global space
+  // `global` reached in `epoch` (Recording::finish): nothing when the image had ended before.
+  void peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const;
   uint64_t events() const { return events_; }
   // Sites of this image (after close(): final aggregates). For tests and the summary line.
   const PagedArray<Site>& sites() const { return sites_; }
@@ -113,29 +126,28 @@ class ImageRecorder final : public RecordSink {
   struct StackInfo {
     int64_t dbId;
     uint32_t node;  // its innermost frame's node in treeNodes_ (0: the empty stack)
-    int32_t site[static_cast<int>(wire::AllocKind::Count)];
+    int32_t site[kinds::kKindCount];  // this stack's site per kind (in the kind's usual account)
   };
   // 24 bytes, so a live-set slot (key + block) is 32 and never straddles a cache line: the live
   // set is the recorder's biggest structure and each event misses the cache on it once.
+  // The kind is the site's (a site is a stack and a kind), so the block keeps none of its own.
   struct LiveBlock {
     uint64_t sizeChain;  // size (low 48 bits) | reallocs of this block so far (high 16)
-    uint64_t tOpKind;    // t_alloc (low 56 bits) | op (5) | kind (2) | has a realloc_of (1)
+    uint64_t tOp;        // t_alloc (low 56 bits) | op (7, kinds::Op) | has a realloc_of (1)
     uint32_t site;
     uint32_t tid;
 
     static LiveBlock make(uint64_t size, uint64_t t, uint32_t site, uint32_t tid, uint16_t chain,
-                          uint8_t op, uint8_t kind, bool hasReallocOf) {
+                          uint8_t op, bool hasReallocOf) {
       return LiveBlock{(size & kSizeMask) | (uint64_t{chain} << 48),
-                       (t & kTimeMask) | (uint64_t{op} & 31) << 56 | (uint64_t{kind} & 3) << 61 |
-                           (hasReallocOf ? 1ull << 63 : 0),
+                       (t & kTimeMask) | (uint64_t{op} & 127) << 56 | (hasReallocOf ? 1ull << 63 : 0),
                        site, tid};
     }
     uint64_t size() const { return sizeChain & kSizeMask; }
     uint16_t chain() const { return static_cast<uint16_t>(sizeChain >> 48); }
-    uint64_t tAlloc() const { return tOpKind & kTimeMask; }
-    uint8_t op() const { return static_cast<uint8_t>((tOpKind >> 56) & 31); }
-    uint8_t kind() const { return static_cast<uint8_t>((tOpKind >> 61) & 3); }
-    bool hasReallocOf() const { return tOpKind >> 63; }
+    uint64_t tAlloc() const { return tOp & kTimeMask; }
+    uint8_t op() const { return static_cast<uint8_t>((tOp >> 56) & 127); }
+    bool hasReallocOf() const { return tOp >> 63; }
     static constexpr uint64_t kSizeMask = (1ull << 48) - 1;  // 256 TiB
     static constexpr uint64_t kTimeMask = (1ull << 56) - 1;  // 2.2 years of nanoseconds
   };
@@ -158,9 +170,24 @@ class ImageRecorder final : public RecordSink {
   struct Bucket {
     int64_t index = -1;
     int64_t start = -1;  // when a marker split the bucket: the marker's time (else index * bucket_ns)
-    int64_t heapMax = 0, heapMin = 0;
     uint64_t allocs = 0, frees = 0, allocBytes = 0;
   };
+  // One account (see the header comment): a space's or a pool's live total in this image.
+  struct Account {
+    std::string name, space, kind;  // spaces row: "heap", "device:0", "pool:arena"; its space
+    bool pool = false;
+    uint32_t poolId = 0;
+    uint64_t base = 0, reserved = 0;
+    std::optional<uint64_t> createdNs, destroyedNs;
+    int64_t live = 0;
+    uint64_t peak = 0, peakNs = 0, epoch = 0;
+    int64_t bucketMax = 0, bucketMin = 0;
+    bool inBucket = false;             // changed in the current bucket
+    uint32_t global = kNoGlobal;       // the Recording's simultaneous total of its space
+    uint64_t closeGlobalEpoch = 0;     // that total's epoch when this image ended
+    std::unique_ptr<FlatMap<LiveBlock, true>> blocks;  // its live blocks (heap: heap_, mmap: ranges_)
+  };
+  static constexpr uint32_t kHeap = 0, kMmap = 1;
 
   uint64_t rel(uint64_t ts) const { return ts > opt_.origin_ns ? ts - opt_.origin_ns : 0; }
   // FlatMap reserves key 0: an address (or hash) 0 is kept under ~0, which none takes.
@@ -168,7 +195,7 @@ class ImageRecorder final : public RecordSink {
   static uint64_t fromMapKey(uint64_t key) { return key == ~uint64_t{0} ? 0 : key; }
   // A mapping as a block, for its allocations row.
   static LiveBlock blockOf(const Mapping& m) {
-    return LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, static_cast<uint8_t>(wire::AllocKind::Mmap), false);
+    return LiveBlock::make(m.size, m.t_alloc, m.site, m.tid, 0, m.op, false);
   }
   // Every event asks for its thread; consecutive events mostly come from the same one.
   ThreadState& thread(uint32_t tid) {
@@ -177,15 +204,31 @@ class ImageRecorder final : public RecordSink {
   }
   ThreadState& otherThread(uint32_t tid);
   // The site of a stack and kind: a lookup in the common case, interning a new one otherwise.
-  ML_HOT uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind) {
-    int k = static_cast<int>(kind) < static_cast<int>(wire::AllocKind::Count) ? static_cast<int>(kind) : 0;
+  // Kinds the wire brings are checked by the caller (kinds::known): k < kKindCount here.
+  ML_HOT uint32_t siteFor(uint64_t stackHash, wire::AllocKind kind, uint32_t account) {
+    int k = static_cast<int>(kind);
     if (const uint32_t* found = stackByHash_.find(mapKey(stackHash))) {
       int32_t site = stacks_[*found].site[k];
-      if (site >= 0) return static_cast<uint32_t>(site);
+      // Heap kinds always count in account 0; others may differ by device or pool.
+      if (site >= 0 && (account == kHeap || sites_[static_cast<uint32_t>(site)].account == account))
+        return static_cast<uint32_t>(site);
     }
-    return newSiteFor(stackHash, k);
+    return newSiteFor(stackHash, k, account);
   }
-  uint32_t newSiteFor(uint64_t stackHash, int kind);
+  uint32_t newSiteFor(uint64_t stackHash, int kind, uint32_t account);
+  // The account a kind counts in (tag: device number or pool id). Heap kinds: always 0.
+  ML_HOT uint32_t accountOf(wire::AllocKind kind, uint32_t tag) {
+    if (kind == wire::AllocKind::Malloc || kind == wire::AllocKind::New) return kHeap;
+    if (kind == wire::AllocKind::Mmap) return kMmap;
+    return otherAccount(kind, tag);
+  }
+  uint32_t otherAccount(wire::AllocKind kind, uint32_t tag);
+  FlatMap<LiveBlock, true>& blocksOf(uint32_t account) {
+    return account == kHeap ? heap_ : *accounts_[account].blocks;
+  }
+  void onPoolCreate(const Decoded& r);
+  void onPoolDestroy(const Decoded& r);
+  void resetBucketAccounts();
   void onStack(const Decoded& r);
   // knownOuter > 0: the path of the outermost knownOuter frames is in the tree already, and
   // outerHashes[1 .. knownOuter] are its path hashes (a thread's previous stack shared them).
@@ -209,8 +252,8 @@ class ImageRecorder final : public RecordSink {
   void flushBucket();
   ML_HOT void countInBucket(uint32_t site, uint64_t size);
   void splitBucketAt(uint64_t t);
-  ML_HOT void heapChanged(int64_t delta, uint64_t t);
-  void mmapChanged(int64_t delta, uint64_t t);
+  ML_HOT void accountChanged(uint32_t account, int64_t delta, uint64_t t);
+  void globalChanged(uint32_t global, int64_t delta, uint64_t t);
 
   ML_HOT void onAlloc(const Decoded& r);  // once each in onRecord
   ML_HOT void onFree(const Decoded& r);
@@ -268,8 +311,13 @@ class ImageRecorder final : public RecordSink {
   std::vector<uint64_t> scratchHashes_;
   PagedArray<Site> sites_;
 
-  FlatMap<LiveBlock, true> heap_;    // malloc/new family
-  FlatMap<LiveBlock, true> custom_;  // memledger_alloc pools: their blocks sit inside malloc'ed chunks
+  FlatMap<LiveBlock, true> heap_;    // malloc/new family (account 0)
+  std::vector<Account> accounts_;
+  std::map<uint64_t, uint32_t> accountByKey_;  // (shape, kind, tag) -> index in accounts_
+  uint64_t lastAccountKey_ = UINT64_MAX;
+  uint32_t lastAccount_ = 0;
+  // Sites of a stack and kind in an account other than the stack's usual one for that kind.
+  std::map<std::tuple<uint32_t, int, uint32_t>, uint32_t> extraSites_;
   // allocations.id of the block a live heap block was realloc'ed from, by address: only blocks
   // whose old block got a row (--fold-ms, --no-fold) have one, so it stays out of LiveBlock.
   FlatMap<uint32_t> reallocOf_;
@@ -282,9 +330,7 @@ class ImageRecorder final : public RecordSink {
 
   std::map<std::pair<uint64_t, uint64_t>, int64_t> modules_;  // (bias, start) -> modules.id
 
-  int64_t heapLive_ = 0, mmapLive_ = 0;
-  uint64_t peakHeap_ = 0, peakHeapNs_ = 0, peakMmap_ = 0, peakMmapNs_ = 0, epoch_ = 0;
-  uint64_t unknownFrees_ = 0, peakRss_ = 0;
+  uint64_t unknownFrees_ = 0, peakRss_ = 0, unknownKinds_ = 0;
   std::optional<int> exitRecord_;
   Bucket bucket_;
   uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)

@@ -1,6 +1,9 @@
 // ImageRecorder's stacks: ip ids and the stack tree written to `stack_nodes` (see the schema), kept
 // apart from the event handling in image_recorder.cpp.
 #include "image_recorder.h"
+
+#include <algorithm>
+#include <iterator>
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -78,7 +81,8 @@ uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_
     }
     same = index + 1;
   }
-  StackInfo st{leaf, n ? leafNode_ : 0, {-1, -1, -1, -1}};
+  StackInfo st{leaf, n ? leafNode_ : 0, {}};
+  std::fill(std::begin(st.site), std::end(st.site), -1);  // no site of any kind yet
   stacks_.push_back(st);
   return index;
 }

@@ -1,5 +1,7 @@
 #include "recording.h"
 
+#include <algorithm>
+
 #include <sys/wait.h>
 
 namespace memledger::recorder {
@@ -172,7 +174,35 @@ void Recording::finish(uint64_t ts, uint64_t lostRecords) {
   writePolicyMeta();
   db_.setMeta("bucket_ns", std::to_string(opt_.bucket_ns));
   if (peakImage) db_.setMeta("peak_image", std::to_string(peakImage));
+  writeGlobalPeaks();
   db_.commit();
+}
+
+uint32_t Recording::globalSpace(const std::string& name) {
+  for (size_t i = 0; i < globals_.size(); ++i)
+    if (globals_[i].name == name) return static_cast<uint32_t>(i);
+  globals_.push_back(GlobalSpace{name});
+  return static_cast<uint32_t>(globals_.size() - 1);
+}
+
+// Image 0's spaces rows and the live set at each simultaneous peak (schema: spaces, peak_sites).
+void Recording::writeGlobalPeaks() {
+  std::vector<PeakSiteRow> live;
+  for (size_t g = 0; g < globals_.size(); ++g) {
+    const GlobalSpace& gs = globals_[g];
+    SpaceRow row;
+    row.image_id = 0;
+    row.account = static_cast<uint32_t>(g);
+    row.name = row.space = gs.name;
+    row.peak_bytes = gs.peak;
+    row.peak_ns = gs.peakNs;
+    row.end_bytes = static_cast<uint64_t>(std::max<int64_t>(gs.live, 0));
+    db_.insertSpace(row);
+    if (gs.epoch == 0) continue;  // never above zero: no instant to list
+    live.clear();
+    for (const Image& im : images_) im.rec->peakSitesAt(static_cast<uint32_t>(g), gs.epoch, live);
+    for (const PeakSiteRow& p : live) db_.insertPeakSite(p);
+  }
 }
 
 void Recording::setWaitNs(int64_t id, uint64_t waitNs) {

@@ -61,6 +61,17 @@ class Recording {
   DbWriter& db() { return db_; }
   const RecordingOptions& options() const { return opt_; }
 
+  // The simultaneous total of one address space over the images alive at once: every image's
+  // account of that space adds into it, and an image that ends takes its part out.
+  struct GlobalSpace {
+    std::string name;
+    int64_t live = 0;
+    uint64_t peak = 0, peakNs = 0, epoch = 0;  // epoch: bumped at every new peak
+  };
+  uint32_t globalSpace(const std::string& name);  // its index, made on first use
+  GlobalSpace& global(uint32_t index) { return globals_[index]; }
+  const std::vector<GlobalSpace>& globals() const { return globals_; }
+
  private:
   struct Image {
     ProcessRow row;
@@ -70,11 +81,13 @@ class Recording {
   };
   void writeProcess(Image& im);
   void writePolicyMeta();  // allocation_rows and fold_threshold_ns
+  void writeGlobalPeaks();
   Image* find(int64_t id);
 
   DbWriter& db_;
   RecordingOptions opt_;
   std::vector<Image> images_;  // index = id - 1
+  std::vector<GlobalSpace> globals_;
   std::map<uint32_t, int> pendingStatus_;  // wait statuses of pids not registered (yet)
   int64_t stackIds_ = 0, moduleIds_ = 0;
   uint32_t ipIds_ = 0, allocationIds_ = 0;

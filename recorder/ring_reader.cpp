@@ -229,12 +229,15 @@ RingReader::~RingReader() {
   d.a = head.a;
   d.b = head.b;
   d.c = head.c;
+  d.tag = head.tag;
   uint32_t conts = 0;
-  if (d.type == wire::RecordType::Stack) {
+  if (d.type == wire::RecordType::Alloc || d.type == wire::RecordType::Free) {
+    conts = (d.aux & wire::kAuxExtra) ? 1 : 0;  // a collector's EventExtra
+  } else if (d.type == wire::RecordType::Stack) {
     if (d.aux > wire::kMaxFrames) return 1;  // corrupt: its continuations are skipped as orphans
     conts = wire::continuationSlotsForFrames(d.aux);
-  } else if (d.type == wire::RecordType::Module || d.type == wire::RecordType::Marker) {
-    conts = wire::continuationSlotsForText(d.aux);
+  } else {
+    conts = wire::continuationSlotsFor(d.type, d.aux);
   }
   auto* bytes = reinterpret_cast<char*>(scratch_.get());
   for (uint32_t k = 1; k <= conts; ++k) {
@@ -250,6 +253,14 @@ RingReader::~RingReader() {
   }
   if (d.type == wire::RecordType::Stack) {
     d.frames = std::span<const uint64_t>(scratch_.get(), d.aux);
+  } else if (d.type == wire::RecordType::Alloc || d.type == wire::RecordType::Free) {
+    if (conts) {
+      wire::EventExtra extra;
+      std::memcpy(&extra, bytes, sizeof extra);
+      d.stream = extra.stream;
+      d.event_ns = extra.event_ns;  // CLOCK_MONOTONIC (collector.h), never a TSC stamp
+    }
+    d.aux &= wire::kAuxOpMask;
   } else if (conts > 0) {
     d.text = std::string_view(bytes, d.aux);
   }

@@ -23,8 +23,11 @@ struct Decoded {
   uint32_t tid;
   uint64_t ts;  // CLOCK_MONOTONIC ns (TSC stamps already converted)
   uint64_t a, b, c;
+  uint32_t tag = 0;        // Alloc/Free: device number or pool id (wire.h)
+  uint64_t event_ns = 0;   // a collector's own event time (CLOCK_MONOTONIC), 0: none
+  uint64_t stream = 0;     // a collector's CUDA stream, 0: none
   std::span<const uint64_t> frames;  // Stack: return addresses, innermost first (hook frames removed)
-  std::string_view text;             // Module: path; Marker: name
+  std::string_view text;             // Module: path; Marker: name; PoolCreate: pool name
 };
 
 class RecordSink {

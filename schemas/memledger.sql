@@ -21,10 +21,17 @@
 -- there), the memory curve likewise in `timeline_buckets` (which replaces `timeline`), per-site
 -- activity in `site_buckets` (which replaces `site_timeline`, its entries with stack id gaps);
 -- everything else is as in version 2.
--- Version 4 (this file): the per-site aggregates are packed too, in `site_totals` (which replaces
--- the `sites` table; readers present it as a relation named `sites` with the same columns, see
--- there). Everything else is as in version 3. Readers of version 4 read versions 1 to 3.
-PRAGMA user_version = 4;
+-- Version 4: the per-site aggregates are packed too, in `site_totals` (which replaces the `sites`
+-- table; readers present it as a relation named `sites` with the same columns, see there).
+-- Version 5 (this file): memory kinds come from one registry (schemas/kinds.h: code, name,
+-- address space, shape) and every kind counts in its own account: an address space (host heap,
+-- host mmap, each device, pinned host, managed) or a pool (reserved memory counted once, where
+-- it lives, with blocks in use inside it). `spaces` names each image's accounts with their exact
+-- peaks, and (image 0) the recording's simultaneous peak per space over the live processes;
+-- `peak_sites` is the live set at that simultaneous peak; site_totals entries carry their
+-- account; timeline entries carry the accounts other than heap and mmap. Custom blocks
+-- (memledger_alloc) are in use of a pool, no longer heap. Readers of version 5 read 1 to 4.
+PRAGMA user_version = 5;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
@@ -36,8 +43,9 @@ PRAGMA user_version = 4;
 -- fold_threshold_ns; 'all' = every block; absent in version 1 files, where fold_threshold_ns 0
 -- means 'all' and anything else 'long_lived'), fold_threshold_ns (0 for 'all', the threshold for
 -- 'long_lived', 9223372036854775807 for 'leaks': no freed block lived that long),
--- bucket_ns (timeline bucket width), peak_image (the image whose heap peak is the largest; the
--- `sites.peak_*` columns of that image's sites are the live set at that instant).
+-- bucket_ns (timeline bucket width), peak_image (the image whose own heap peak is the largest;
+-- `sites.peak_*` of every image's sites are the live set at that image's own peak of the site's
+-- account).
 -- A fork child starts with an empty live set: frees of blocks inherited from the parent are
 -- counted in processes.unknown_frees, never as the child's allocations or leaks.
 CREATE TABLE meta (
@@ -61,6 +69,8 @@ CREATE TABLE processes (
   forked     INTEGER NOT NULL DEFAULT 0,
   wait_ns    INTEGER NOT NULL DEFAULT 0,  -- time this image's threads waited for ring space
   peak_rss   INTEGER NOT NULL DEFAULT 0,  -- highest RSS sampled
+  -- The heap and mmap spaces' exact peaks of this image, as in `spaces` (kept for readers of the
+  -- processes table alone; every other space and pool is only in `spaces`).
   peak_heap_bytes INTEGER NOT NULL DEFAULT 0,  -- exact heap (malloc/new family) peak of this image
   peak_heap_ns    INTEGER NOT NULL DEFAULT 0,
   peak_mmap_bytes INTEGER NOT NULL DEFAULT 0,
@@ -124,7 +134,8 @@ CREATE TABLE stack_nodes (
 -- version 1 to 3 files have a real `sites` table, WITHOUT ROWID, primary key (stack_id, kind))
 -- with these columns, all integers but kind:
 --   stack_id       INTEGER NOT NULL,
---   kind           TEXT NOT NULL,       -- 'malloc' | 'new' | 'mmap' | 'custom' (later: device kinds)
+--   kind           TEXT NOT NULL,       -- a kind name of schemas/kinds.h ('malloc', 'new', 'mmap', 'custom', 'device', ...)
+--   account        INTEGER NOT NULL,    -- the image's `spaces`.account it counts in (version 5; older: 0, 1 for mmap)
 --   image_id       INTEGER NOT NULL,
 --   alloc_count    INTEGER NOT NULL,
 --   alloc_bytes    INTEGER NOT NULL,
@@ -132,7 +143,7 @@ CREATE TABLE stack_nodes (
 --   freed_bytes    INTEGER NOT NULL,
 --   leak_count     INTEGER NOT NULL,    -- live at the end of its process
 --   leak_bytes     INTEGER NOT NULL,
---   peak_count     INTEGER NOT NULL,    -- live at the moment of its image's heap peak
+--   peak_count     INTEGER NOT NULL,    -- live at the moment of its image's peak of its account
 --   peak_bytes     INTEGER NOT NULL,
 --   temp_count     INTEGER NOT NULL,    -- freed before the same thread allocated anything else
 --   temp_bytes     INTEGER NOT NULL,
@@ -146,8 +157,9 @@ CREATE TABLE stack_nodes (
 --   max_realloc_chain INTEGER NOT NULL, -- longest chain of reallocs of one block ending at this site
 -- Packed (version 4): a row holds up to 4096 sites of one image, each as unsigned LEB128 varints
 --   zigzag(stack_id - the previous entry's stack_id; the first: stack_id itself),
---   kind (0 'malloc', 1 'new', 2 'mmap', 3 'custom'), then the 18 counters from alloc_count to
---   max_realloc_chain in the order above.
+--   kind (the code of schemas/kinds.h: 0 'malloc', 1 'new', 2 'mmap', 3 'custom', 4 'device', ...),
+--   account (version 5 only), then the 18 counters from alloc_count to max_realloc_chain in the
+--   order above (schemas/site_counters.h).
 -- One SQLite row per site cost ~45 bytes and ~2 us to insert: torch_mlp's 609k sites were 27 of
 -- its 45 MB and 1.5 s of the recorder's time after the program exited.
 CREATE TABLE site_totals (
@@ -193,7 +205,10 @@ CREATE TABLE allocations (
 --   signed heap_bytes - heap_min, signed mmap_bytes - prev mmap_bytes,
 --   flags (1: rss_bytes follows, 2: anon_bytes follows),
 --   [signed rss_bytes - the row's previous rss_bytes (0 at first)], [the same for anon_bytes],
---   allocs, frees, alloc_bytes.
+--   allocs, frees, alloc_bytes,
+--   (version 5) n, then n times: account, signed live, signed max - live, signed live - min:
+--   the accounts other than 0 (heap: the heap_* values above) and 1 (mmap) that changed in the
+--   bucket; an account not listed kept its previous value.
 -- Rows are read in id order; an entry for a bucket already seen replaces it. Versions 1-2 had one
 -- SQLite row per bucket instead (`timeline`, WITHOUT ROWID, primary key (image_id, t_ns), these
 -- columns, rss/anon NULL when absent); packed, the curve compresses to about half of that.
@@ -225,6 +240,44 @@ CREATE TABLE site_buckets (
   id          INTEGER PRIMARY KEY,
   image_id    INTEGER NOT NULL,
   buckets     BLOB NOT NULL
+);
+
+-- The accounts of each image (version 5): account 0 is the host heap (malloc/new family), 1 host
+-- anonymous mmap; others are numbered as they appear: device:N, pinned, managed (spaces) and
+-- pools ('pool:NAME': a pool created with memledger_pool_create, 'custom' for memledger_alloc's
+-- unnamed pool; its blocks are in use inside memory counted in `space`, never again there).
+-- image_id 0 holds the recording's simultaneous peak of each space: the largest sum over the
+-- processes alive at once (an exited process's memory leaves the sum; its leftovers stay leaks),
+-- with the instant (peak_ns); `peak_sites` holds what was live then. Images are drained one after
+-- another, so "at once" is exact within a process and as fine as the recorder's drain rounds
+-- (a few ms) across processes.
+CREATE TABLE spaces (
+  image_id       INTEGER NOT NULL,
+  account        INTEGER NOT NULL,
+  name           TEXT NOT NULL,       -- heap | mmap | device:N | pinned | managed | pool:NAME | custom
+  space          TEXT NOT NULL,       -- the address space it lives in (a pool: where its memory is; '' unknown)
+  is_pool        INTEGER NOT NULL,
+  pool_id        INTEGER NOT NULL,    -- the program's pool id (memledger_pool_create), 0 otherwise
+  kind           TEXT NOT NULL,       -- the kind of its blocks ('' for a space of several kinds)
+  base           INTEGER NOT NULL,    -- a pool's base address
+  reserved_bytes INTEGER NOT NULL,    -- a pool's reserved size (0: not told)
+  created_ns     INTEGER,             -- a pool's creation and destruction
+  destroyed_ns   INTEGER,
+  peak_bytes     INTEGER NOT NULL,    -- exact peak of live (in use, for a pool) bytes
+  peak_ns        INTEGER NOT NULL,
+  end_bytes      INTEGER NOT NULL,    -- live when the image ended
+  PRIMARY KEY (image_id, account)
+) WITHOUT ROWID;
+
+-- The live set at the recording's simultaneous peak of each space (spaces rows of image 0): one
+-- row per site with blocks live then.
+CREATE TABLE peak_sites (
+  space     TEXT NOT NULL,
+  image_id  INTEGER NOT NULL,
+  stack_id  INTEGER NOT NULL,
+  kind      INTEGER NOT NULL,         -- kind code (schemas/kinds.h)
+  count     INTEGER NOT NULL,
+  bytes     INTEGER NOT NULL
 );
 
 -- Phase markers set by the program (memledger_mark) or `memledger mark`.

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+
+#include "schemas/kinds.h"
+#include "schemas/site_counters.h"
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -193,6 +196,14 @@ class RecordingBuilder {
     insertSiteRow(s);
   }
 
+  // Makes the file a version 4 recording (before accounts: site entries without one, timeline
+  // entries without the other accounts). Call before adding sites or timeline rows.
+  void versionFour() {
+    exec("PRAGMA user_version = 4;");
+    meta("schema_version", "4");
+    version_ = 4;
+  }
+
   // Makes the file a version 3 recording: a real `sites` table, one row per site.
   void versionThree() {
     exec("CREATE TABLE sites (stack_id INTEGER NOT NULL, kind TEXT NOT NULL, image_id INTEGER NOT NULL, "
@@ -278,6 +289,7 @@ class RecordingBuilder {
     varintHex(hex, static_cast<uint64_t>(t.allocs));
     varintHex(hex, static_cast<uint64_t>(t.frees));
     varintHex(hex, static_cast<uint64_t>(t.alloc_bytes));
+    if (version_ >= 5) varintHex(hex, 0);  // no other account changed
     exec("INSERT INTO timeline_buckets (image_id, buckets) VALUES (" + std::to_string(t.image) + ",X'" + hex + "')");
   }
 
@@ -367,7 +379,9 @@ class RecordingBuilder {
       const std::string k = s.kind;
       std::string hex;
       varintHex(hex, (static_cast<uint64_t>(s.stack) << 1) ^ static_cast<uint64_t>(s.stack >> 63));
-      varintHex(hex, k == "new" ? 1 : k == "mmap" ? 2 : k == "custom" ? 3 : 0);
+      const memledger::kinds::KindInfo* kind = memledger::kinds::byName(k);
+      varintHex(hex, kind ? kind->code : 0);
+      if (version_ >= 5) varintHex(hex, k == "mmap" ? 1 : 0);  // the account: heap 0, mmap 1
       for (int64_t v : counters) varintHex(hex, static_cast<uint64_t>(v));
       exec("INSERT INTO site_totals (image_id, sites) VALUES (" + std::to_string(s.image) + ",X'" + hex + "')");
       return;
@@ -379,7 +393,7 @@ class RecordingBuilder {
     exec(o.str());
   }
   std::vector<SiteSpec> sites_;
-  int version_ = 4;
+  int version_ = memledger::schema::kSchemaVersion;  // as the schema file says
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t modules_ = 0, ips_ = 0, stacks_ = 0;

@@ -188,6 +188,7 @@ TEST(AnalyzerOpen, PackedStackNodesDecodeAcrossRowsAndStopAtDamage) {
 // damage ends the row.
 TEST(AnalyzerOpen, PackedTimelineDecodesDeltasAndLaterEntriesWin) {
   RecordingBuilder b("timeline-buckets.db");
+  b.versionFour();  // the blobs below are version 4 entries
   b.process({});
   // (t, heap, max, min, mmap, rss, anon, allocs, frees, alloc_bytes):
   //   (0, 900, 900, 0, 0, 1000000, 900000, 1, 0, 900)
@@ -240,7 +241,7 @@ TEST(AnalyzerOpen, CompleteRecordingSaysSo) {
   b.process({});
   auto rec = Recording::open(b.finish());
   EXPECT_TRUE(rec.info().complete);
-  EXPECT_EQ(rec.info().schema_version, 4);
+  EXPECT_EQ(rec.info().schema_version, memledger::schema::kSchemaVersion);
   EXPECT_EQ(rec.info().bucket_ns, 1000000);
   EXPECT_EQ(rec.info().duration_ns, 1000000000);
 }

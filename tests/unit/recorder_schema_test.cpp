@@ -215,7 +215,7 @@ TEST(RecorderSchema, SiteTotalsRoundTripThroughTheSitesTable) {
 
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
-  ASSERT_TRUE(memledger::analyzer::detail::registerSitesTable(db));
+  ASSERT_TRUE(memledger::analyzer::detail::registerSitesTable(db, memledger::schema::kSchemaVersion));
   auto text = [&](const char* sql) {
     sqlite3_stmt* st = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db);

@@ -110,6 +110,13 @@ inline void unpackTimeline(sqlite3* db) {
       if (flags & 2) anon += zigzag();
       int64_t counts[3] = {static_cast<int64_t>(varint()), static_cast<int64_t>(varint()),
                            static_cast<int64_t>(varint())};
+      // Version 5: the other accounts that changed (account, live, max - live, live - min).
+      for (uint64_t n = varint(), i = 0; i < n; ++i) {
+        varint();
+        zigzag();
+        zigzag();
+        zigzag();
+      }
       int64_t values[] = {sqlite3_column_int64(rows, 0), t, heap, max, min, mmap};
       for (int i = 0; i < 6; ++i) sqlite3_bind_int64(put, i + 1, values[i]);
       if (flags & 1) sqlite3_bind_int64(put, 7, rss);
@@ -231,7 +238,7 @@ class RecordingFixture : public ::testing::Test {
   void readRecording() {
     if (!reader_) {
       EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_));
+      EXPECT_TRUE(analyzer::detail::registerSitesTable(reader_, memledger::schema::kSchemaVersion));
     }
     unpackStackNodes(reader_);
     unpackTimeline(reader_);
