@@ -46,7 +46,7 @@ ML_EXPORT void* dlopen(const char* file, int mode) {
 ML_EXPORT int dlclose(void* handle) {
   ensureReals();
   int rc = R.dlclose(handle);
-  // The unwinder's rules for unloaded code go, under the guard: what libdw frees is its own.
+  // The unwinder's rules for unloaded code go, under the guard (nothing of the program's runs there).
   bool outer = !t_state.busy;
   t_state.busy = 1;
   unwind::codeUnloaded();

@@ -312,6 +312,7 @@ void childAfterFork() {
   g_ringGen.fetch_add(1, std::memory_order_relaxed);
   modulesResetAfterFork();
   resetCachesAfterFork();
+  unwind::resetAfterFork();
   if (g_haveDir && !g_noFollow && registerRing(true)) modulesRescan();
   t_state.busy = saved;
 }
