@@ -29,8 +29,8 @@ std::atomic<uint64_t> g_checked{0}, g_differ{0}, g_fallbacks{0}, g_reused{0}, g_
 // ---- libunwind, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
 // Walked with unw_init_local/unw_step, not unw_backtrace: unw_backtrace's trace cache lives in
 // libunwind's dynamic TLS, which each thread gets from __tls_get_addr's malloc on its first walk.
-// That block is allocated inside a hook (untracked) and freed by the thread that joins (tracked):
-// one unknown free per thread that ever fell back to libunwind.
+// That block is allocated inside a hook (from the library's own heap) and freed by glibc when the
+// thread exits; unw_backtrace's cache would cost that for every thread that ever fell back.
 struct UnwCursor {
   uint64_t opaque[127];  // unw_cursor_t (UNW_TDEP_CURSOR_LEN words)
 };
