@@ -208,6 +208,9 @@ void modulesEnsureCover(const uint64_t* ips, int n);  // rescan when a frame is 
 void modulesResetAfterFork();
 void resetCachesAfterFork();
 extern std::atomic<uint32_t> g_dlopenCount;   // bumped by the dlopen hook: rescan at next new stack
+// dlopen with RTLD_DEEPBIND (deepbind.cpp): loads `file` as `caller`'s dlopen would, then binds
+// the allocator symbols of the libraries it loaded to the hooks.
+void* deepbindOpen(const char* file, int mode, const void* caller);
 
 // The preload library's own text range: leading frames inside it are dropped from stacks.
 // Inline: every capture asks it of each frame it skips (the hook, the capture, the walk).
