@@ -422,7 +422,13 @@ void forget(Trace* t) {
   for (CachedTrace& e : t->cached) e.n = 0;
 }
 
-void resetAfterFork() { rulesResetAfterFork(); }
+void resetAfterFork() {
+  rulesResetAfterFork();
+  // Forked while another thread was loading libunwind: that load never finishes here, and a new
+  // one could wait for the loader lock that thread held. Stacks it would have taken go without.
+  int loading = kLoading;
+  g_unwState.compare_exchange_strong(loading, kFailed);
+}
 
 void codeUnloaded() {
   g_codeGen.fetch_add(1, std::memory_order_acq_rel);
