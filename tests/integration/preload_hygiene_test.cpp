@@ -98,6 +98,14 @@ std::set<std::string> mappedLibraries(const std::string& maps) {
   return libs;
 }
 
+// Sum of `field` over the sites of one kind whose stack has `name`.
+int64_t kindSum(const json& sites, std::string_view name, const std::string& kind, const char* field) {
+  int64_t sum = 0;
+  for (const auto& site : sitesWith(sites, name))
+    if (site.value("kind", std::string()) == kind) sum += site.value(field, int64_t{0});
+  return sum;
+}
+
 const std::string kMapsScript = "import sys\nsys.stdout.write(open('/proc/self/maps').read())";
 
 }  // namespace
@@ -114,9 +122,24 @@ TEST(PreloadHygiene, DeepboundLibraryIsRecordedLikeValgrindSeesIt) {
   // (its strdup, freed inside the library, was a 35-byte leak when the free went past the hooks).
   json report = reportJson(mine.rec.db);
   const json& sites = report["leaks"]["sites"];
-  EXPECT_EQ(sumWith(sites, "deepbound_leak", "bytes"), 1000 + 2000 + 35) << describeSites(sites);
-  EXPECT_EQ(sumWith(sites, "deepbound_leak", "count"), 3) << describeSites(sites);
+  EXPECT_EQ(kindSum(sites, "deepbound_leak", "malloc", "bytes"), 1000 + 2000 + 35) << describeSites(sites);
+  EXPECT_EQ(kindSum(sites, "deepbound_leak", "malloc", "count"), 3) << describeSites(sites);
+  EXPECT_EQ(kindSum(sites, "deepbound_leak", "mmap", "bytes"), 65536) << describeSites(sites);  // its mmap too
   EXPECT_EQ(sumWith(sites, "deepbound_churn", "count"), 0) << describeSites(sites);
+}
+
+TEST(PreloadHygiene, DeepboundCxxLibrarysNewAndDeleteAreRecorded) {
+  if (!haveValgrind()) GTEST_SKIP() << "valgrind is not installed";
+  const std::string program = sample("deepbindxx");
+  Counted mine = memledgerCounts({program});
+  ASSERT_EQ(mine.rec.program.status, 0) << mine.rec.program.err;
+  EXPECT_EQ(mine.rec.program.out, "deepbindxx: done\n");
+  expectSame(mine.counts, valgrindCounts({program}));
+  json report = reportJson(mine.rec.db);
+  const json& sites = report["leaks"]["sites"];
+  EXPECT_EQ(kindSum(sites, "deepboundxx_leak", "new", "bytes"), 123 + 256) << describeSites(sites);
+  EXPECT_EQ(kindSum(sites, "deepboundxx_leak", "new", "count"), 2) << describeSites(sites);
+  EXPECT_EQ(sumWith(sites, "deepboundxx_churn", "count"), 0) << describeSites(sites);
 }
 
 TEST(PreloadHygiene, DeepboundLibraryByBareNameIsFoundThroughTheCallersRunpath) {
@@ -136,7 +159,7 @@ TEST(PreloadHygiene, DeepboundLibraryByBareNameIsFoundThroughTheCallersRunpath) 
   expected.bytes += longerName;
   expected.inUseBytes += longerName;
   expectSame(mine.counts, expected);
-  EXPECT_EQ(sumWith(reportJson(mine.rec.db)["leaks"]["sites"], "deepbound_leak", "bytes"), 3035);
+  EXPECT_EQ(kindSum(reportJson(mine.rec.db)["leaks"]["sites"], "deepbound_leak", "malloc", "bytes"), 3035);
 
   // Where this library's own search finds the same file (LD_LIBRARY_PATH), the bare name is
   // passed on unchanged and everything is equal.
