@@ -241,6 +241,9 @@ void* deepbindOpen(const char* file, int mode, const void* caller) {
   }
   if (path) arena::release(path);
   if (before) arena::release(before);
+  // The dlopen succeeded, so dlerror() has nothing to say (each dl call clears the last error):
+  // nor may it about the lookups made here. A failed dlopen keeps its message.
+  if (handle) dlerror();
   t_state.busy = saved;
   return handle;
 }

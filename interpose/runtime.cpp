@@ -95,6 +95,9 @@ void resolveReals() {
   resolve(R.opNewArrayNothrow, "_ZnamRKSt9nothrow_t");
   resolve(R.opNewAlignedNothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t");
   resolve(R.opNewArrayAlignedNothrow, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  // A C program has no libstdc++: those lookups failed, and the program's first dlerror() would
+  // return our message.
+  dlerror();
 }
 
 ssize_t readWhole(const char* path, char* buf, size_t cap) {

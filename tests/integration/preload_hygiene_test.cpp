@@ -182,6 +182,12 @@ TEST(PreloadHygiene, MallinfoShowsOnlyTheProgramsOwnHeap) {
   EXPECT_EQ(reportJson(rec.db)["totals"]["allocations"], 3);
 }
 
+TEST(PreloadHygiene, TheLibrarysOwnDlErrorsAreNotTheProgramsDlerror) {
+  Recorded rec = record(sample("dlerror_first"));
+  EXPECT_EQ(rec.program.status, 0) << rec.program.err;
+  EXPECT_EQ(rec.program.out, "dlerror: (none)\n");
+}
+
 TEST(PreloadHygiene, ThreadsLiveAtExitHoldWhatValgrindSees) {
   if (!haveValgrind()) GTEST_SKIP() << "valgrind is not installed";
   const std::string program = sample("tls_threads");
