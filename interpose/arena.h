@@ -28,6 +28,9 @@ void* resize(void* p, size_t n);      // p in the arena (or null); the old block
 void release(void* p);                // p in the arena
 size_t usable(const void* p);         // p in the arena: its block's size
 
-void resetAfterFork();  // a fork child: the lock's holder may not exist there
+// A fork child: the lock's holder may not exist there. The lock is not held across fork (a thread
+// allocating here may hold a lock fork takes, the loader's or the atfork list's); a free list a
+// thread was half-way through in the parent (a few stores) can be wrong in the child.
+void resetAfterFork();
 
 }  // namespace memledger::preload::arena
