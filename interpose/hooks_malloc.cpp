@@ -1,9 +1,11 @@
 // The malloc family. Each hook: bootstrap on first use, take the per-thread guard (enter), call
-// the real function, record. Nested calls (the guard is held) and calls made while the real
-// functions are still being resolved pass straight through; the boot heap stands in for a real
-// allocator that is not known yet (dlsym's calloc).
+// the real function, record. Calls made while the guard is held are the library's own (or those
+// of what it calls: dlsym, the loader, pthread, libunwind) and are served by its own heap
+// (arena.h), never by the program's allocator; calls made while not recording go straight to
+// the real function. Blocks of the own heap are recognised by address wherever they are freed.
 #include <cstring>
 
+#include "arena.h"
 #include "runtime.h"
 
 using namespace memledger::preload;
@@ -12,17 +14,16 @@ using memledger::wire::Op;
 
 namespace {
 
-void* untrackedMalloc(size_t n) { return R.malloc ? R.malloc(n) : bootAlloc(n, 16); }
+// enter() said no: the library's own call (guard held), or not recording.
+inline bool own() { return t_state.busy != 0 && t_state.busy != kForwarding; }
 
-// A boot-heap block being resized: its size is unknown, so copy what fits before the heap's end.
-void* moveFromBootHeap(void* p, size_t n) {
-  void* q = untrackedMalloc(n);
-  if (q && n) {
-    size_t avail = 0;
-    while (avail < n && isBootPointer(static_cast<char*>(p) + avail)) ++avail;
-    std::memcpy(q, p, avail);
-  }
-  return q;
+// The own heap, or the real allocator when it is full (or re-entered by a signal handler).
+void* ownAlloc(size_t n, size_t align) {
+  void* p = arena::alloc(n, align);
+  if (p || !R.malloc) return p;
+  if (align <= 16) return R.malloc(n);
+  void* q = nullptr;
+  return R.posix_memalign(&q, align, n) == 0 ? q : nullptr;
 }
 
 // realloc and reallocarray: a release of the old block reserved before the call, the new block
@@ -49,7 +50,7 @@ void* trackedResize(void* p, size_t n, size_t m, Op op) {
 }  // namespace
 
 ML_EXPORT void* malloc(size_t n) {
-  if (!enter()) return untrackedMalloc(n);
+  if (!enter()) return own() ? ownAlloc(n, 16) : R.malloc(n);
   void* p = R.malloc(n);
   if (p) recordAlloc(p, n, AllocKind::Malloc, Op::Malloc);
   leave();
@@ -58,9 +59,11 @@ ML_EXPORT void* malloc(size_t n) {
 
 ML_EXPORT void* calloc(size_t n, size_t m) {
   if (!enter()) {
-    if (R.calloc) return R.calloc(n, m);
+    if (!own()) return R.calloc(n, m);
     size_t bytes;
-    return __builtin_mul_overflow(n, m, &bytes) ? nullptr : bootAlloc(bytes, 16);
+    if (__builtin_mul_overflow(n, m, &bytes)) return nullptr;
+    void* p = arena::zalloc(bytes);
+    return p || !R.calloc ? p : R.calloc(n, m);
   }
   void* p = R.calloc(n, m);
   if (p) recordAlloc(p, n * m, AllocKind::Malloc, Op::Calloc);
@@ -69,7 +72,8 @@ ML_EXPORT void* calloc(size_t n, size_t m) {
 }
 
 ML_EXPORT void free(void* p) {
-  if (!p || isBootPointer(p)) return;  // free(NULL) makes no record
+  if (!p) return;  // free(NULL) makes no record
+  if (arena::contains(p)) return arena::release(p);
   if (!enter()) {
     if (R.free) R.free(p);
     return;
@@ -80,26 +84,24 @@ ML_EXPORT void free(void* p) {
   leave();
 }
 
+// A block of the own heap stays there, whoever resizes it (glibc's own tables).
 ML_EXPORT void* realloc(void* p, size_t n) {
-  if (p && isBootPointer(p)) {
-    void* q = moveFromBootHeap(p, n);
-    if (q && enter()) {
-      recordAlloc(q, n, AllocKind::Malloc, Op::Realloc);
-      leave();
-    }
-    return q;
+  if (arena::contains(p)) return arena::resize(p, n);
+  if (!enter()) {
+    if (!own()) return R.realloc(p, n);
+    return p ? R.realloc(p, n) : ownAlloc(n, 16);
   }
-  if (!enter()) return R.realloc ? R.realloc(p, n) : moveFromBootHeap(p, n);
   void* q = trackedResize(p, n, 1, Op::Realloc);
   leave();
   return q;
 }
 
 ML_EXPORT void* reallocarray(void* p, size_t n, size_t m) {
+  size_t bytes;
+  if (arena::contains(p)) return __builtin_mul_overflow(n, m, &bytes) ? nullptr : arena::resize(p, bytes);
   if (!enter()) {
-    if (R.reallocarray) return R.reallocarray(p, n, m);
-    size_t bytes;
-    return __builtin_mul_overflow(n, m, &bytes) ? nullptr : moveFromBootHeap(p, bytes);
+    if (!own() || p) return R.reallocarray(p, n, m);
+    return __builtin_mul_overflow(n, m, &bytes) ? nullptr : ownAlloc(bytes, 16);
   }
   void* q = trackedResize(p, n, m, Op::Reallocarray);
   leave();
@@ -108,8 +110,9 @@ ML_EXPORT void* reallocarray(void* p, size_t n, size_t m) {
 
 ML_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
   if (!enter()) {
-    if (R.posix_memalign) return R.posix_memalign(out, align, n);
-    *out = bootAlloc(n, align);
+    if (!own()) return R.posix_memalign(out, align, n);
+    if (align < sizeof(void*) || (align & (align - 1))) return 22;  // EINVAL
+    *out = ownAlloc(n, align);
     return *out ? 0 : 12;  // ENOMEM
   }
   int rc = R.posix_memalign(out, align, n);
@@ -120,8 +123,8 @@ ML_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
 
 namespace {
 template <typename Fn, typename... Args>
-void* alignedVia(Fn real, Op op, size_t align, size_t n, Args... args) {
-  if (!enter()) return real ? real(args...) : bootAlloc(n, align);
+void* alignedVia(Fn real, Op op, size_t align, size_t n, size_t ownBytes, Args... args) {
+  if (!enter()) return own() ? ownAlloc(ownBytes, align) : real(args...);
   void* p = real(args...);
   if (p) recordAlloc(p, n, AllocKind::Malloc, op);
   leave();
@@ -130,10 +133,19 @@ void* alignedVia(Fn real, Op op, size_t align, size_t n, Args... args) {
 }  // namespace
 
 ML_EXPORT void* aligned_alloc(size_t align, size_t n) {
-  return alignedVia(R.aligned_alloc, Op::AlignedAlloc, align, n, align, n);
+  return alignedVia(R.aligned_alloc, Op::AlignedAlloc, align, n, n, align, n);
 }
 ML_EXPORT void* memalign(size_t align, size_t n) {
-  return alignedVia(R.memalign, Op::Memalign, align, n, align, n);
+  return alignedVia(R.memalign, Op::Memalign, align, n, n, align, n);
 }
-ML_EXPORT void* valloc(size_t n) { return alignedVia(R.valloc, Op::Valloc, 4096, n, n); }
-ML_EXPORT void* pvalloc(size_t n) { return alignedVia(R.pvalloc, Op::Pvalloc, 4096, n, n); }
+ML_EXPORT void* valloc(size_t n) { return alignedVia(R.valloc, Op::Valloc, 4096, n, n, n); }
+ML_EXPORT void* pvalloc(size_t n) {
+  return alignedVia(R.pvalloc, Op::Pvalloc, 4096, n, (n + 4095) & ~size_t{4095}, n);
+}
+
+// A block of the own heap has no chunk header for glibc to read.
+ML_EXPORT size_t malloc_usable_size(void* p) {
+  if (arena::contains(p)) return arena::usable(p);
+  if (ML_UNLIKELY(!bootstrapped())) bootstrap();
+  return R.malloc_usable_size ? R.malloc_usable_size(p) : 0;
+}

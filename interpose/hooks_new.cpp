@@ -5,6 +5,7 @@
 // we defer to libstdc++'s own operator: it runs the new_handler loop and throws std::bad_alloc.
 #include <new>
 
+#include "arena.h"
 #include "runtime.h"
 
 using namespace memledger::preload;
@@ -18,8 +19,10 @@ namespace {
 void* newPlain(size_t n, Op op) {
   size_t bytes = n ? n : 1;
   bool rec = enter();
-  void* p = R.globalMalloc ? R.globalMalloc(bytes) : bootAlloc(bytes, 16);
+  if (rec) t_state.busy = kForwarding;
+  void* p = R.globalMalloc ? R.globalMalloc(bytes) : arena::alloc(bytes, 16);
   if (rec) {
+    t_state.busy = 1;
     if (p) recordAlloc(p, n, AllocKind::New, op);
     leave();
   }
@@ -31,13 +34,15 @@ void* newAligned(size_t n, std::align_val_t al, Op op) {
   if (align < sizeof(void*)) align = sizeof(void*);
   size_t bytes = n ? n : 1;
   bool rec = enter();
+  if (rec) t_state.busy = kForwarding;
   void* p = nullptr;
   if (R.globalPosixMemalign) {
     if (R.globalPosixMemalign(&p, align, bytes) != 0) p = nullptr;
   } else {
-    p = bootAlloc(bytes, align);
+    p = arena::alloc(bytes, align);
   }
   if (rec) {
+    t_state.busy = 1;
     if (p) recordAlloc(p, n, AllocKind::New, op);
     leave();
   }
@@ -45,7 +50,8 @@ void* newAligned(size_t n, std::align_val_t al, Op op) {
 }
 
 void deleteAny(void* p, Op op) {
-  if (!p || isBootPointer(p)) return;
+  if (!p) return;
+  if (arena::contains(p)) return arena::release(p);
   if (!enter()) {
     if (R.globalFree) R.globalFree(p);
     return;

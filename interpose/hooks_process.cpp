@@ -37,16 +37,19 @@ void recordReaped(pid_t pid, int status) {
 // Must stay a plain tail call: glibc finds the calling object from dlopen's return address and
 // searches that object's RUNPATH ($ORIGIN...). Any code after the call would make this library
 // the caller. New modules are reported before the first stack that runs in them (modules.cpp).
+// RTLD_DEEPBIND is the exception: deepbind.cpp looks the name up as the caller would, then
+// points the new libraries' allocator relocations at the hooks.
 ML_EXPORT void* dlopen(const char* file, int mode) {
   ensureReals();
   g_dlopenCount.fetch_add(1, std::memory_order_relaxed);
+  if (ML_UNLIKELY((mode & RTLD_DEEPBIND) && file)) return deepbindOpen(file, mode, __builtin_return_address(0));
   return R.dlopen(file, mode);
 }
 
 ML_EXPORT int dlclose(void* handle) {
   ensureReals();
   int rc = R.dlclose(handle);
-  // The unwinder's rules for unloaded code go, under the guard: what libdw frees is its own.
+  // The unwinder's rules for unloaded code go, under the guard (nothing of the program's runs there).
   bool outer = !t_state.busy;
   t_state.busy = 1;
   unwind::codeUnloaded();

@@ -2,8 +2,8 @@
 //
 // Bootstrap runs on the first hook call, which comes before any constructor when libstdc++ or
 // the loader allocates early (DESIGN "Known traps"), and again from our constructor (a no-op
-// then). Everything it does is a system call or a dlsym; dlsym's own calloc is served from the
-// boot heap because the real calloc is what is being resolved.
+// then). Everything it does is a system call or a dlsym; dlsym's own calloc, like every call
+// made under the guard, is served from the library's own heap (arena.h).
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "arena.h"
 #include "runtime.h"
 #include "unwinder.h"
 
@@ -50,18 +51,16 @@ char g_exePath[4096];
 // Serialises registration and the Hello buffer; only bootstrap and a fork child use them.
 alignas(8) char g_helloBuffer[wire::kMaxHelloMessage];
 
-alignas(64) char g_bootHeap[64 * 1024];
-std::atomic<size_t> g_bootUsed{0};
-
 template <typename T>
 void resolve(T& slot, const char* name) {
   slot = reinterpret_cast<T>(dlsym(RTLD_NEXT, name));
 }
 
 void resolveReals() {
-  resolve(R.calloc, "calloc");  // first: dlsym's own calloc is served from the boot heap until then
+  resolve(R.calloc, "calloc");
   resolve(R.malloc, "malloc");
   resolve(R.free, "free");
+  resolve(R.malloc_usable_size, "malloc_usable_size");
   resolve(R.realloc, "realloc");
   resolve(R.reallocarray, "reallocarray");
   resolve(R.posix_memalign, "posix_memalign");
@@ -96,6 +95,9 @@ void resolveReals() {
   resolve(R.opNewArrayNothrow, "_ZnamRKSt9nothrow_t");
   resolve(R.opNewAlignedNothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t");
   resolve(R.opNewArrayAlignedNothrow, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  // A C program has no libstdc++: those lookups failed, and the program's first dlerror() would
+  // return our message.
+  dlerror();
 }
 
 ssize_t readWhole(const char* path, char* buf, size_t cap) {
@@ -276,7 +278,7 @@ void bootstrap() {
     g_bootState.store(kDone, std::memory_order_release);
     return;
   }
-  // Re-entered from inside bootstrap (dlsym → calloc): the caller falls back to the boot heap.
+  // Re-entered from inside bootstrap (dlsym → calloc): the guard is held, the own heap serves it.
   if (g_bootOwner.load(std::memory_order_relaxed) == currentTid()) return;
   while (g_bootState.load(std::memory_order_acquire) != kDone) __builtin_ia32_pause();
 }
@@ -312,6 +314,8 @@ void childAfterFork() {
   g_ringGen.fetch_add(1, std::memory_order_relaxed);
   modulesResetAfterFork();
   resetCachesAfterFork();
+  arena::resetAfterFork();
+  unwind::resetAfterFork();
   if (g_haveDir && !g_noFollow && registerRing(true)) modulesRescan();
   t_state.busy = saved;
 }
@@ -343,23 +347,6 @@ void writeStderr(const char* msg) {
     msg += n;
     len -= static_cast<size_t>(n);
   }
-}
-
-void* bootAlloc(size_t size, size_t align) {
-  if (align < 16) align = 16;
-  size_t used = g_bootUsed.load(std::memory_order_relaxed);
-  for (;;) {
-    size_t start = (used + align - 1) & ~(align - 1);
-    if (start + size > sizeof(g_bootHeap)) return nullptr;
-    if (g_bootUsed.compare_exchange_weak(used, start + size, std::memory_order_relaxed)) {
-      return g_bootHeap + start;  // static storage: already zero, as calloc promises
-    }
-  }
-}
-
-bool isBootPointer(const void* p) {
-  auto* c = static_cast<const char*>(p);
-  return c >= g_bootHeap && c < g_bootHeap + sizeof(g_bootHeap);
 }
 
 namespace {

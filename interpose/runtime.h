@@ -26,13 +26,14 @@
 namespace memledger::preload {
 
 // The real functions, resolved once with dlsym(RTLD_NEXT) during bootstrap(). A null entry means
-// "not resolved yet" (only while bootstrap runs): callers fall back (boot heap, raw syscalls).
+// "not resolved yet" (only while bootstrap runs): callers fall back (own heap, raw syscalls).
 struct Reals {
   void* (*malloc)(size_t);
   void* (*calloc)(size_t, size_t);
   void* (*realloc)(void*, size_t);
   void* (*reallocarray)(void*, size_t, size_t);
   void (*free)(void*);
+  size_t (*malloc_usable_size)(void*);
   int (*posix_memalign)(void**, size_t, size_t);
   void* (*aligned_alloc)(size_t, size_t);
   void* (*memalign)(size_t, size_t);
@@ -73,15 +74,17 @@ struct Reals {
 extern Reals R;
 
 // Signals: the guard is per thread and covers the whole hook (real call, stack capture, ring
-// append). A signal handler that allocates while its thread is inside a hook therefore runs the
-// real function untracked: the ring it interrupted is never touched twice from one thread (no
-// torn record, no reservation the interrupted writer could be made to wait behind), at the
-// price of not recording the handler's allocation (a later free of it is an unknown free to the
-// recorder). To the program that handler re-entered malloc/free, which are not
-// async-signal-safe: undefined behaviour that this keeps harmless. A handler that interrupts code
-// outside any hook records normally with its own slots and its own stack walk (the per-thread
-// trace cache is only used under the guard). A handler that longjmps out of a hook leaves the
-// guard set: that thread stops recording. (tests/integration/reliability_signals_test.cpp)
+// append). A signal handler that allocates while its thread is inside a hook therefore is
+// served untracked, like the library's own calls, from the library's own heap (arena.h; its
+// blocks work with free, realloc and malloc_usable_size from anywhere): the ring it interrupted
+// is never touched twice from one thread (no torn record, no reservation the interrupted writer
+// could be made to wait behind), at the price of not recording the handler's allocation. To the
+// program that handler re-entered malloc/free, which are not async-signal-safe: undefined
+// behaviour that this keeps harmless. A handler that interrupts code outside any hook records
+// normally with its own slots and its own stack walk (the per-thread trace cache is only used
+// under the guard). A handler that longjmps out of a hook leaves the guard set: that thread stops
+// recording (and allocates from the own heap until it is full, then from the real allocator).
+// (tests/integration/reliability_signals_test.cpp)
 //
 // vfork: a vfork child shares the parent's memory and TLS until exec; whatever it allocates
 // (nothing, if it follows POSIX) is recorded as the parent's. Its _exit after a failed exec
@@ -92,7 +95,7 @@ extern Reals R;
 // (set for the whole target): an access is one %fs-relative load, never __tls_get_addr.
 struct StackCache;
 struct ThreadState {
-  uint32_t busy;     // recursion guard: inside a hook (or bootstrap); nested calls pass through
+  uint32_t busy;     // recursion guard: inside a hook (or bootstrap); see kForwarding
   uint32_t tid;      // gettid() cache, 0 = not fetched (reset in a fork child)
   uint32_t inFork;   // fork() in progress on this thread: the next hook checks whether it is the child
   StackCache* cache; // hashes of the stacks this thread already sent on the current ring
@@ -111,6 +114,10 @@ struct ThreadState {
   uint64_t populatedUntil;
 };
 extern __thread ThreadState t_state;
+// t_state.busy while operator new calls the program's malloc with the guard held: the nested
+// malloc is the program's (the real allocator, unrecorded). Any other nonzero value: the nested
+// call is the library's own, served by its own heap (arena.h).
+inline constexpr uint32_t kForwarding = 2;
 
 uint32_t fetchTid();  // gettid() into t_state.tid
 // Every record carries it: inline, a thread-local load once fetched.
@@ -167,11 +174,6 @@ inline uint64_t stampNow(bool fenced) {
 }
 void writeStderr(const char* msg);  // one line, write(2), no stdio
 
-// A small bump heap for allocations made while the real allocator is not resolved yet (dlsym
-// calls calloc). Pointers from it are never freed.
-void* bootAlloc(size_t size, size_t align);
-bool isBootPointer(const void* p);
-
 // Record helpers (recorder.cpp). All of them are called inside enter()/leave().
 struct Reservation {
   wire::Record* records = nullptr;  // the lane's slots; null: nothing reserved (not recording)
@@ -212,6 +214,9 @@ void modulesEnsureCover(const uint64_t* ips, int n);  // rescan when a frame is 
 void modulesResetAfterFork();
 void resetCachesAfterFork();
 extern std::atomic<uint32_t> g_dlopenCount;   // bumped by the dlopen hook: rescan at next new stack
+// dlopen with RTLD_DEEPBIND (deepbind.cpp): loads `file` as `caller`'s dlopen would, then binds
+// the allocator symbols of the libraries it loaded to the hooks.
+void* deepbindOpen(const char* file, int mode, const void* caller);
 
 // The preload library's own text range: leading frames inside it are dropped from stacks.
 // Inline: every capture asks it of each frame it skips (the hook, the capture, the walk).

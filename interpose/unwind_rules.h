@@ -1,6 +1,6 @@
 // The unwind rules the own walker follows (unwinder.cpp): one 64-bit word per pc, computed from
-// the module's .eh_frame through libdw (dlopen'ed RTLD_LOCAL, like libunwind) and kept in a
-// lock-free table that readers probe without a lock. Internal to the preload library.
+// the module's .eh_frame as mapped (eh_frame.cpp) and kept in a lock-free table that readers
+// probe without a lock. Internal to the preload library.
 #pragma once
 
 #include <atomic>
@@ -8,7 +8,7 @@
 
 namespace memledger::preload::unwind {
 
-extern bool g_own;  // the own walker is on (MEMLEDGER_UNWIND; off for good when libdw is missing)
+extern bool g_own;  // the own walker is on (MEMLEDGER_UNWIND; off after too many dlclose retirements)
 
 // ---- rules: one 64-bit word per pc (the pc of frame 0, the return address - 1 for the others)
 enum : uint64_t {
@@ -51,9 +51,10 @@ inline uint64_t lookup(const Table* t, uint64_t key) {
   }
 }
 
-// The rule for `key`, computed now if needed. 0: not available now (busy, no table): fall back.
+// The rule for `key`, computed now if needed. 0: not available (no table, table full): fall back.
 uint64_t slowRule(uint64_t key);
-// After dlclose: retires the table and the modules' open files (code may be mapped anew there).
+// After dlclose: retires the table and the modules seen (code may be mapped anew there).
 void retireRules();
+void rulesResetAfterFork();  // a fork child: the lock's holder may not exist there
 
 }  // namespace memledger::preload::unwind

@@ -2,6 +2,7 @@
 // libunwind as the fallback. The per-pc rules it follows come from unwind_rules.cpp.
 #include "unwinder.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -28,8 +29,8 @@ std::atomic<uint64_t> g_checked{0}, g_differ{0}, g_fallbacks{0}, g_reused{0}, g_
 // ---- libunwind, dlopen'ed (RTLD_LOCAL) so the program's _Unwind_*/backtrace stay libgcc's
 // Walked with unw_init_local/unw_step, not unw_backtrace: unw_backtrace's trace cache lives in
 // libunwind's dynamic TLS, which each thread gets from __tls_get_addr's malloc on its first walk.
-// That block is allocated inside a hook (untracked) and freed by the thread that joins (tracked):
-// one unknown free per thread that ever fell back to libunwind.
+// That block is allocated inside a hook (from the library's own heap) and freed by glibc when the
+// thread exits; unw_backtrace's cache would cost that for every thread that ever fell back.
 struct UnwCursor {
   uint64_t opaque[127];  // unw_cursor_t (UNW_TDEP_CURSOR_LEN words)
 };
@@ -46,12 +47,8 @@ UnwStep g_unwStep = nullptr;
 UnwGetReg g_unwGetReg = nullptr;
 constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD
 
-bool loadLibunwind() {
-  int state = g_unwState.load(std::memory_order_acquire);
-  if (ML_LIKELY(state == kReady)) return true;
-  if (state != kUntried) return false;  // failed, or another thread is loading it right now
-  int expected = kUntried;
-  if (!g_unwState.compare_exchange_strong(expected, kLoading)) return false;
+// The loading itself, by the one thread that moved the state to kLoading.
+bool loadNow() {
   void* h = R.dlopen ? R.dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : nullptr;
   g_unwGetcontext = h ? reinterpret_cast<UnwGetcontext>(dlsym(h, "_Ux86_64_getcontext")) : nullptr;
   g_unwInitLocal = h ? reinterpret_cast<UnwInitLocal>(dlsym(h, "_ULx86_64_init_local")) : nullptr;
@@ -68,6 +65,21 @@ bool loadLibunwind() {
   if (setPolicy && space) setPolicy(*space, kUnwCachePerThread);
   g_unwState.store(kReady, std::memory_order_release);
   return true;
+}
+
+// Loaded by the first capture the own walker cannot take, never at startup: a program whose
+// stacks it follows never maps libunwind (nor the liblzma it brings). A thread that finds another
+// one loading it waits up to 50 ms (the loader may be waiting for the loader lock this thread
+// holds, inside one of the program's dlopen calls: then this capture goes without a stack).
+bool loadLibunwind() {
+  int state = g_unwState.load(std::memory_order_acquire);
+  if (ML_LIKELY(state == kReady)) return true;
+  int expected = kUntried;
+  if (state == kUntried && g_unwState.compare_exchange_strong(expected, kLoading)) return loadNow();
+  uint64_t deadline = nowNs() + 50'000'000;
+  while ((state = g_unwState.load(std::memory_order_acquire)) == kLoading && nowNs() < deadline)
+    sched_yield();
+  return state == kReady;
 }
 
 // libunwind's frames (return addresses, as unw_backtrace gives them), this library's leading
@@ -391,10 +403,6 @@ void init() {
 }
 
 Captured capture(Trace* trace, uint64_t* out) {
-  // libunwind is loaded by the first capture of the process, before the program has threads that
-  // could all need the fallback at once: while one thread loads it, the others would get no stack
-  // (64 threads racing on the rule lock each lost a stack that way).
-  if (ML_UNLIKELY(g_unwState.load(std::memory_order_acquire) != kReady)) loadLibunwind();
   if (!trace || !g_own) return fallback(trace, out);
   return walk(trace, out);
 }
@@ -412,6 +420,14 @@ void forget(Trace* t) {
   t->n = 0;
   t->hit = nullptr;
   for (CachedTrace& e : t->cached) e.n = 0;
+}
+
+void resetAfterFork() {
+  rulesResetAfterFork();
+  // Forked while another thread was loading libunwind: that load never finishes here, and a new
+  // one could wait for the loader lock that thread held. Stacks it would have taken go without.
+  int loading = kLoading;
+  g_unwState.compare_exchange_strong(loading, kFailed);
 }
 
 void codeUnloaded() {

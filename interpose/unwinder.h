@@ -18,11 +18,12 @@
 // module all fall back to a full walk or to unw_backtrace.
 //
 // The rules (CFA = rsp|rbp + offset, where the return address and the caller's rbp are saved)
-// come from each module's .eh_frame through elfutils' libdw (dlopen'ed RTLD_LOCAL, like
-// libunwind), computed once per return address and kept in a lock-free table. Only one thread
-// computes at a time (try-lock; a thread that finds it busy uses unw_backtrace instead), so a
-// fork never leaves a child waiting on a lock. dlclose retires the table (unloaded code's
-// addresses can be reused).
+// come from each module's .eh_frame, read where the loader mapped it (eh_frame.cpp: no file
+// opened, no library loaded), computed once per return address and kept in a lock-free table.
+// Writers take a short lock that is never held across a call. dlclose retires the table
+// (unloaded code's addresses can be reused). libunwind is dlopen'ed only by the first capture
+// the own walker cannot take (unwinder.cpp, loadLibunwind): a program whose stacks it follows
+// never has it mapped.
 //
 // MEMLEDGER_UNWIND=libunwind turns the own walker off; MEMLEDGER_UNWIND_CHECK=1 also runs
 // unw_backtrace for every capture, compares, and prints the count of differences at exit.
@@ -109,5 +110,6 @@ void framesOf(const Trace* trace, const Captured& c, uint64_t* out);
 void forget(Trace* trace);  // the trace cache of a thread that exited, before another thread uses it
 void codeUnloaded();  // after dlclose: rules for addresses that may now be reused go
 void reportCheck();   // MEMLEDGER_UNWIND_CHECK: one stderr line with the comparison's counts
+void resetAfterFork();  // a fork child: locks whose holders may not exist there
 
 }  // namespace memledger::preload::unwind

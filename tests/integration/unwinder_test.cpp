@@ -46,7 +46,7 @@ RunOptions checked(RunOptions options = {}) {
 
 // count, bytes and the function names of each leak site, sorted: comparable across recordings.
 // The thread library's DTV blocks are left out: their size follows the number of loaded modules
-// with TLS, which libdw (loaded by the own unwinder) changes.
+// with TLS, which libunwind (loaded for the check) changes.
 std::vector<std::string> leakShapes(const json& report) {
   std::vector<std::string> out;
   for (const auto& site : report["leaks"]["sites"]) {
