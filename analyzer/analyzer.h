@@ -264,7 +264,12 @@ struct Fragmentation {
   std::optional<double> peak_ratio;  // at the heap peak's plateau; nullopt without samples
   int64_t peak_resident_bytes = 0;   // heap_resident where peak_ratio was taken
   int64_t peak_heap_bytes = 0;
-  std::vector<FragmentationPoint> series;
+  std::vector<FragmentationPoint> series;  // samples where some block was live
+  // Samples taken while no block was live: a ratio of nothing (it would read 100%), so they are
+  // not in `series`; counted here, with the time from which every later sample is one of them
+  // (the program's end, typically, after it freed everything).
+  int64_t nothing_live_samples = 0;
+  std::optional<int64_t> nothing_live_from_ns;
 };
 
 // Live blocks and holes of an address range at one instant (from `allocations`). Only blocks

@@ -234,7 +234,7 @@ std::string frameLine(const Frame& f) {
   return out;
 }
 
-std::string formatCheck(const CheckResult& r, const std::string& title) {
+std::string formatCheck(const CheckResult& r, const std::string& title, size_t top) {
   std::ostringstream o;
   o << "memledger check " << title << ": " << (r.passed() ? "PASS" : "FAIL") << "\n";
   o << "  leaks: " << r.leak_count << " blocks, " << bytesText(r.leak_bytes) << " in " << r.leak_sites.size()
@@ -248,6 +248,11 @@ std::string formatCheck(const CheckResult& r, const std::string& title) {
     o << "violation [" << v.rule << "]: " << v.message << "\n";
     size_t n = 0;
     for (const auto& s : v.sites) {
+      if (top && n >= top) {
+        size_t more = v.sites.size() - n;
+        o << "  ... " << more << " more site" << (more == 1 ? "" : "s") << " (--top N shows more, --top 0 all)\n";
+        break;
+      }
       int64_t bytes = v.rule.starts_with("max-peak") ? (s.kind == "mmap" && r.peak_kind == PeakKind::Mmap ? s.max_live_bytes : s.peak_bytes)
                                                       : s.leak_bytes;
       int64_t count = v.rule.starts_with("max-peak") ? s.peak_count : s.leak_count;

@@ -73,8 +73,9 @@ struct CheckResult {
 CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& suppressions,
                   const Recording* baseline = nullptr);
 
-// The human report: verdict, each violation with its sites' stacks, suppression counts.
-std::string formatCheck(const CheckResult& result, const std::string& title);
+// The human report: verdict, each violation with the stacks of its first `top` sites (0 = all; the
+// rest are counted on one line), suppression counts.
+std::string formatCheck(const CheckResult& result, const std::string& title, size_t top = 10);
 
 // One frame as printed in stacks: "function (file:line) [module]".
 std::string frameLine(const Frame& frame);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analyzer/check.h"
+#include "analyzer/format.h"
 
 namespace memledger::analyzer {
 
@@ -86,6 +87,10 @@ const char* diffStatusName(DiffStatus s) {
 
 DiffResult diff(const Recording& a, const Recording& b) {
   DiffResult r;
+  r.path_a = a.info().path;
+  r.path_b = b.info().path;
+  r.command_a = a.info().command;
+  r.command_b = b.info().command;
   r.totals_a = totals(a);
   r.totals_b = totals(b);
   r.peak_a = heapPeak(a);
@@ -143,7 +148,9 @@ nlohmann::json toJson(const DiffResult& d) {
                          {"delta", amountsJson(delta)},
                          {"stack", toJson(s.stack)}});
   }
-  return {{"totals",
+  return {{"before", {{"path", d.path_a}, {"command", d.command_a}}},
+          {"after", {{"path", d.path_b}, {"command", d.command_b}}},
+          {"totals",
            {{"a", toJson(d.totals_a)},
             {"b", toJson(d.totals_b)},
             {"peak_bytes", {{"a", d.peak_a}, {"b", d.peak_b}, {"delta", d.peak_b - d.peak_a}}},
@@ -154,6 +161,11 @@ nlohmann::json toJson(const DiffResult& d) {
 
 std::string formatDiff(const DiffResult& d, size_t top) {
   std::ostringstream o;
+  auto named = [](const std::string& path, const std::string& command) {
+    return printable(path) + (command.empty() ? std::string() : " (" + printable(command) + ")");
+  };
+  o << "before (A):     " << named(d.path_a, d.command_a) << "\n";
+  o << "after (B):      " << named(d.path_b, d.command_b) << "\n";
   o << "heap peak:      " << d.peak_a << " -> " << d.peak_b << " bytes (" << signedNum(d.peak_b - d.peak_a) << ")\n";
   o << "leaked:         " << d.leak_bytes_a << " -> " << d.leak_bytes_b << " bytes ("
     << signedNum(d.leak_bytes_b - d.leak_bytes_a) << "), " << d.leak_count_a << " -> " << d.leak_count_b

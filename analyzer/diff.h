@@ -41,6 +41,8 @@ struct SiteDiff {
 };
 
 struct DiffResult {
+  // The two recordings compared (A = before, B = after): their paths and command lines.
+  std::string path_a, path_b, command_a, command_b;
   Totals totals_a, totals_b;
   int64_t leak_bytes_a = 0, leak_bytes_b = 0;
   int64_t leak_count_a = 0, leak_count_b = 0;

@@ -13,6 +13,12 @@ std::string formatBytes(int64_t bytes);        // "512 B", "1.5 KiB", "300.0 MiB
 std::string formatDuration(int64_t ns);        // "850 ns", "12.5 us", "3.20 ms", "1.25 s"
 std::string formatCount(int64_t n);            // "1,234,567"
 
+// Text from a recording (a command line, a path) made safe for one line of a terminal: control
+// characters are written as C escapes ("\n" as the two characters \ and n; \t, \r, \e, others
+// \xHH), so a command line with newlines cannot break a header or a table. Everything else
+// (backslashes and UTF-8 included) is kept as is.
+std::string printable(std::string_view text);
+
 // A duration as nanoseconds: "2" and "0.5" are seconds; units ns, us, ms, s, m (minutes) may
 // follow ("100ms", "1.5 s"). nullopt when malformed or negative.
 std::optional<int64_t> parseDuration(std::string_view text);

@@ -2,6 +2,8 @@
 // time and at the peak, and the layout (blocks and holes) of an address range at one instant.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/sql.h"
@@ -21,12 +23,32 @@ Fragmentation fragmentation(const Recording& rec, const Filter& filter) {
       peakHeap = p.heap_bytes;
       peakT = p.t_ns;
     }
+  const int64_t from = filter.t_from_ns.value_or(INT64_MIN), to = filter.t_to_ns.value_or(INT64_MAX);
+  const bool timeFiltered = filter.t_from_ns || filter.t_to_ns;
+  auto inRange = [&](int64_t t) { return !timeFiltered || (t >= from && t <= to); };
+  std::optional<int64_t> lastSampleNs, lastLiveNs;
   for (const auto& p : tl) {
     if (!p.anon_bytes) continue;
     int64_t resident = *p.anon_bytes - p.mmap_bytes;
     if (resident <= 0) continue;
+    if (inRange(p.t_ns)) lastSampleNs = p.t_ns;
+    if (p.heap_bytes <= 0) {
+      // Nothing live: 1 - 0 / resident is 100% of nothing, not fragmentation.
+      if (inRange(p.t_ns)) ++out.nothing_live_samples;
+      continue;
+    }
+    if (inRange(p.t_ns)) lastLiveNs = p.t_ns;
     double ratio = 1.0 - static_cast<double>(p.heap_bytes) / static_cast<double>(resident);
     out.series.push_back({p.t_ns, std::clamp(ratio, 0.0, 1.0), p.heap_bytes, resident});
+  }
+  // The first empty sample after the last live one, when the samples end with nothing live.
+  if (out.nothing_live_samples > 0 && lastSampleNs && (!lastLiveNs || *lastLiveNs < *lastSampleNs)) {
+    for (const auto& p : tl) {
+      if (!p.anon_bytes || *p.anon_bytes - p.mmap_bytes <= 0 || !inRange(p.t_ns)) continue;
+      if (lastLiveNs && p.t_ns <= *lastLiveNs) continue;
+      out.nothing_live_from_ns = p.t_ns;
+      break;
+    }
   }
   if (out.series.empty()) return out;
 
@@ -43,10 +65,7 @@ Fragmentation fragmentation(const Recording& rec, const Filter& filter) {
   out.peak_ratio = best->ratio;
   out.peak_resident_bytes = best->resident_bytes;
   out.peak_heap_bytes = best->heap_bytes;
-  if (filter.t_from_ns || filter.t_to_ns) {
-    int64_t a = filter.t_from_ns.value_or(INT64_MIN), b = filter.t_to_ns.value_or(INT64_MAX);
-    std::erase_if(out.series, [&](const FragmentationPoint& f) { return f.t_ns < a || f.t_ns > b; });
-  }
+  if (timeFiltered) std::erase_if(out.series, [&](const FragmentationPoint& f) { return !inRange(f.t_ns); });
   return out;
 }
 

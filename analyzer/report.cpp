@@ -101,7 +101,9 @@ json toJson(const std::vector<Process>& ps) {
                    {"end_ns", opt(p.end_ns)},
                    {"forked", p.forked},
                    {"peak_heap_bytes", p.peak_heap_bytes},
-                   {"peak_rss", p.peak_rss},
+                   // 0 is what the recording stores for a process that ended before its RSS
+                   // was first sampled: not sampled, so null (not "0 bytes resident").
+                   {"peak_rss", p.peak_rss > 0 ? json(p.peak_rss) : json(nullptr)},
                    {"unknown_frees", p.unknown_frees}});
   return out;
 }
@@ -135,7 +137,9 @@ json toJson(const Fragmentation& f) {
   return {{"peak_ratio", opt(f.peak_ratio)},
           {"peak_resident_bytes", f.peak_resident_bytes},
           {"peak_heap_bytes", f.peak_heap_bytes},
-          {"series", series}};
+          {"series", series},
+          {"nothing_live_samples", f.nothing_live_samples},
+          {"nothing_live_from_ns", opt(f.nothing_live_from_ns)}};
 }
 
 json toJson(const std::vector<Suggestion>& ss) {

@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "analyzer/check.h"
+#include "analyzer/format.h"
 #include "analyzer/junit.h"
 #include "analyzer/sarif.h"
 #include "ci_gtest.h"
 #include "ci_process.h"
 #include "commands.h"
 #include "parse.h"
+#include "runnable.h"
 
 namespace memledger::cli {
 
@@ -71,6 +73,7 @@ struct Options {
   bool noDefaultSuppressions = false;
   std::string junit, sarif, sarifRoot, recordDir;
   bool perTest = false;
+  size_t top = 10;  // sites (with their stacks) printed per violation; 0 = all
 };
 
 // One evaluated recording: the name it is reported under and its result.
@@ -117,7 +120,7 @@ an::CheckResult checkFile(const Options& o, const std::string& path, const std::
   if (!rec.info().complete)
     std::fprintf(stderr, "memledger: warning: '%s' is an unfinished recording; its numbers may be partial\n",
                  path.c_str());
-  std::fputs(an::formatCheck(r, title).c_str(), stdout);
+  std::fputs(an::formatCheck(r, title, o.top).c_str(), stdout);
   return r;
 }
 
@@ -160,10 +163,13 @@ int runPerTest(const Options& o, const std::string& dir, bool keep) {
 int runChecks(const Options& o) {
   if (!o.file.empty()) {
     std::vector<Checked> checks;
-    checks.push_back({"memledger", o.file, checkFile(o, o.file, "'" + o.file + "'")});
+    checks.push_back({"memledger", o.file, checkFile(o, o.file, "'" + an::printable(o.file) + "'")});
     if (int rc = writeReports(o, checks, true)) return rc;
     return checks.front().result.passed() ? 0 : 1;
   }
+  // A program that cannot be executed is one line and 126/127 before anything is recorded, for
+  // --per-test too (whose listing run would otherwise report a failed listing, exit 2).
+  if (int rc = checkRunnable(o.program.front(), nullptr)) return rc;
   std::string dir = o.recordDir;
   bool temporary = dir.empty();
   if (temporary && (dir = makeTempDir()).empty()) {
@@ -184,7 +190,7 @@ int runChecks(const Options& o) {
     return 2;
   }
   std::vector<Checked> checks;
-  checks.push_back({"memledger", joined(o.program), checkFile(o, db, "'" + joined(o.program) + "'")});
+  checks.push_back({"memledger", joined(o.program), checkFile(o, db, "'" + an::printable(joined(o.program)) + "'")});
   // A program that could not start leaves a recording without processes: say so by its status.
   if ((status == 126 || status == 127) && checks.front().result.processes.empty()) return status;
   if (int rc = writeReports(o, checks, true)) return rc;
@@ -204,10 +210,8 @@ int cmdCheck(int argc, char** argv) {
   Options o;
   for (int i = split + 1; i < argc; ++i) o.program.push_back(argv[i]);
 
-  CLI::App app{"memledger check: fail (exit 1) when a recording breaks its limits\n"
-               "usage: memledger check FILE [LIMITS...]\n"
-               "       memledger check [LIMITS...] -- PROGRAM ARGS...",
-               "memledger check"};
+  CLI::App app{"memledger check: fail (exit 1) when a recording breaks its limits", "memledger check"};
+  app.formatter(std::make_shared<UsageFormatter>("memledger check [LIMITS...] (FILE | -- PROGRAM ARGS...)"));
   app.footer(kHelpFooter);
   std::string maxLeakedBytes, maxPeak, kind = "heap";
   std::optional<int64_t> maxLeaks, maxNewSites;
@@ -230,6 +234,7 @@ int cmdCheck(int argc, char** argv) {
   app.add_option("--sarif-root", o.sarifRoot, "source root for relative SARIF paths (default: current folder)");
   app.add_option("--record-dir", o.recordDir, "keep the recordings made by `check -- PROGRAM` in this folder");
   app.add_flag("--per-test", o.perTest, "PROGRAM is a GoogleTest binary: record and check each test alone");
+  app.add_option("--top", o.top, "sites printed (with stacks) per violation (default 10, 0 = all)");
   if (int rc = parseCommandLine(app, split, argv, "check"); rc >= 0) return rc;
   if (printDefaults) {
     std::fputs(an::defaultSuppressionsText(), stdout);

@@ -8,6 +8,7 @@
 #include "analyzer/export_formats.h"
 #include "ci_errors.h"
 #include "commands.h"
+#include "output_file.h"
 #include "parse.h"
 
 namespace memledger::cli {
@@ -28,7 +29,9 @@ int cmdExport(int argc, char** argv) {
   std::string file, format, out, metricName = "leaked";
   app.add_option("FILE", file, "the recording")->required();
   app.add_option("--format,-f", format, "folded | chrome-trace | pprof | json")->required();
-  app.add_option("-o,--output", out, "output file (default: stdout)");
+  bool force = false;
+  app.add_option("-o,--output", out, "output file (default: stdout); an existing one is kept unless --force");
+  app.add_flag("--force", force, "replace the -o file if it exists");
   app.add_option("--metric", metricName, "folded value: leaked | peak | allocated | count");
   if (int rc = parseCommandLine(app, argc, argv, "export"); rc >= 0) return rc;
   auto metric = an::parseMetric(metricName);
@@ -46,6 +49,8 @@ int cmdExport(int argc, char** argv) {
     std::fprintf(stderr, "memledger: export: pprof is binary: give -o FILE or redirect stdout\n");
     return 2;
   }
+  const bool toStdout = out.empty() || out == "-";
+  if (!toStdout && !outputAllowed(out, force, "export")) return 2;
   std::string data;
   try {
     an::Recording rec = an::Recording::open(file);
@@ -60,7 +65,7 @@ int cmdExport(int argc, char** argv) {
   } catch (const std::exception& e) {
     return recordingErrorExit(e);
   }
-  if (out.empty() || out == "-") {
+  if (toStdout) {
     if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0) {
       std::fprintf(stderr, "memledger: export: cannot write to stdout\n");
       return 2;

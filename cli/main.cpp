@@ -12,11 +12,13 @@ constexpr const char* kUsage =
     "  record [-o FILE] [--force] -- PROGRAM ARGS...   record a program's memory\n"
     "  report FILE [--json]                             the full report\n"
     "  leaks|peak|phases|fragmentation|suggest FILE [--json] [--pid P] [--kind K] [--time A:B] [--top N]\n"
-    "  check [FILE | LIMITS -- PROGRAM ARGS...]          fail (exit 1) when a limit does not hold\n"
+    "  check [LIMITS] (FILE | -- PROGRAM ARGS...)       fail (exit 1) when a limit does not hold\n"
     "  diff A B [--json]                                per-site differences of two recordings\n"
-    "  export FILE --format folded|chrome-trace|pprof|json [-o OUT]\n"
+    "  export FILE --format folded|chrome-trace|pprof|json [-o OUT [--force]]\n"
     "  mark NAME                                        set a phase marker (from inside a traced program)\n"
+    "  --version                                        print memledger's version\n"
     "\n"
+    "COMMAND --help describes a command's options.\n"
     "Exit codes: 0 ok, 1 check failed, 2 usage or unreadable file, 126/127 program not runnable;\n"
     "record passes the program's own status through (128+N for death by signal N).\n";
 

@@ -4,8 +4,22 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
 
 namespace memledger::cli {
+
+// CLI11's formatter with one usage line of our own, for commands whose forms its generated line
+// ("Usage: NAME [OPTIONS] [file]") cannot say.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  explicit UsageFormatter(std::string usage) : usage_(std::move(usage)) {}
+  std::string make_usage(const CLI::App*, std::string) const override { return "Usage: " + usage_ + "\n"; }
+
+ private:
+  std::string usage_;
+};
 
 // -1: parsed, go on; otherwise the exit status to return.
 inline int parseCommandLine(CLI::App& app, int argc, char** argv, const char* name) {

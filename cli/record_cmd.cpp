@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "commands.h"
+#include "output_file.h"
 #include "recorder/launch.h"
 #include "recorder/session.h"
+#include "runnable.h"
 
 namespace memledger::cli {
 namespace {
@@ -116,11 +118,9 @@ int cmdRecord(int argc, char** argv) {
     return 2;
   }
 
-  recorder::ResolvedProgram prog = recorder::resolveProgram(program[0]);
-  if (prog.error) {
-    std::fprintf(stderr, "memledger: cannot run '%s': %s\n", program[0].c_str(), std::strerror(prog.error));
-    return prog.error == ENOENT ? 127 : 126;
-  }
+  // A program that cannot be executed is refused before the output exists: it leaves no recording.
+  std::string programPath;
+  if (int rc = checkRunnable(program[0], &programPath)) return rc;
   std::string preload = findPreload();
   if (preload.empty()) {
     std::fprintf(stderr, "memledger: cannot find %s in %s/../lib or %s/../lib/memledger\n",
@@ -128,9 +128,9 @@ int cmdRecord(int argc, char** argv) {
     return 2;
   }
   if (output.empty()) output = "memledger." + baseName(program[0]) + "." + std::to_string(::getpid()) + ".db";
-  if (!createOutput(output, force)) return 2;
+  if (!outputAllowed(output, force, "record") || !createOutput(output, force)) return 2;
 
-  recorder::BinaryInfo bin = recorder::inspectBinary(prog.path);
+  recorder::BinaryInfo bin = recorder::inspectBinary(programPath);
   if (bin.isStatic)
     std::fprintf(stderr, "memledger: warning: '%s' is statically linked; nothing can be recorded\n",
                  program[0].c_str());
@@ -141,7 +141,7 @@ int cmdRecord(int argc, char** argv) {
 
   recorder::SessionOptions opt;
   opt.argv = program;
-  opt.programPath = prog.path;
+  opt.programPath = programPath;
   opt.output = output;
   opt.preload = preload;
   opt.followChildren = !noFollow;

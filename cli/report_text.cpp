@@ -12,6 +12,7 @@ namespace an = memledger::analyzer;
 using an::formatBytes;
 using an::formatCount;
 using an::formatDuration;
+using an::printable;
 
 namespace {
 
@@ -58,8 +59,8 @@ std::string pct(double v) { return fmt("%.0f%%", v * 100); }
 }  // namespace
 
 std::string textRecordingLine(const an::RecordingInfo& info) {
-  std::string out = info.path + ": ";
-  out += info.command.empty() ? std::string("(unknown command)") : info.command;
+  std::string out = printable(info.path) + ": ";
+  out += info.command.empty() ? std::string("(unknown command)") : printable(info.command);
   out += ", " + formatDuration(info.duration_ns);
   out += info.complete ? ", complete" : ", INCOMPLETE";
   out += "\n";
@@ -146,10 +147,13 @@ std::string textProcesses(const std::vector<an::Process>& ps) {
     std::string ended = p.ended_by.value_or("running");
     if (p.exit_code && ended == "exit") ended += " " + std::to_string(*p.exit_code);
     if (p.signal && ended == "signal") ended += " " + std::to_string(*p.signal);
-    std::string cmd = p.command.size() > 60 ? p.command.substr(0, 57) + "..." : p.command;
+    std::string cmd = printable(p.command);
+    if (cmd.size() > 60) cmd = cmd.substr(0, 57) + "...";
+    // peak_rss 0: the process ended before its RSS was first sampled (nothing to say, not 0 B).
+    std::string rss = p.peak_rss > 0 ? formatBytes(p.peak_rss) : std::string("n/a");
     out += fmt("  %8lld %8lld  %-12s %12s %12s  %s%s\n", static_cast<long long>(p.pid),
                static_cast<long long>(p.ppid), ended.c_str(), formatBytes(p.peak_heap_bytes).c_str(),
-               formatBytes(p.peak_rss).c_str(), p.forked ? "(fork) " : "", cmd.c_str());
+               rss.c_str(), p.forked ? "(fork) " : "", cmd.c_str());
   }
   return out;
 }
@@ -162,7 +166,8 @@ std::string textPhases(const std::vector<an::Phase>& phs, const TextOptions& opt
   out += fmt("  %-20s %10s %10s %12s %10s %12s %12s\n", "NAME", "START", "END", "PEAK", "PEAK AT", "ALLOCATED",
              "FREED");
   for (const auto& p : phs) {
-    std::string name = p.name.size() > 20 ? p.name.substr(0, 17) + "..." : p.name;
+    std::string name = printable(p.name);
+    if (name.size() > 20) name = name.substr(0, 17) + "...";
     out += fmt("  %-20s %10s %10s %12s %10s %12s %12s\n", name.c_str(), formatDuration(p.start_ns).c_str(),
                formatDuration(p.end_ns).c_str(), formatBytes(p.peak_bytes).c_str(),
                formatDuration(p.peak_time_ns).c_str(), formatBytes(p.allocated_bytes).c_str(),
@@ -185,7 +190,19 @@ std::string textPhases(const std::vector<an::Phase>& phs, const TextOptions& opt
 
 std::string textFragmentation(const an::Fragmentation& f) {
   std::string out = "Fragmentation\n";
-  if (!f.peak_ratio) return out + "  unknown: no resident-memory samples in the recording\n";
+  // A sample with nothing live has no ratio (0 live of any resident size would read 100%).
+  std::string nothingLive;
+  if (f.nothing_live_samples > 0) {
+    nothingLive = "  nothing live in " + plural(f.nothing_live_samples, "sample", "samples") + " (no ratio there)";
+    if (f.nothing_live_from_ns) nothingLive += ", from " + formatDuration(*f.nothing_live_from_ns) + " to the end";
+    nothingLive += "\n";
+  }
+  if (!f.peak_ratio) {
+    if (f.nothing_live_samples > 0)
+      return out + "  no ratio: nothing was live in any of the " + plural(f.nothing_live_samples, "sample", "samples") +
+             " of resident memory\n";
+    return out + "  unknown: no resident-memory samples in the recording\n";
+  }
   out += fmt("  at the heap peak %s of the heap's resident memory held no live block (%s unused of %s)\n",
              pct(*f.peak_ratio).c_str(),
              formatBytes(std::max<int64_t>(0, f.peak_resident_bytes - f.peak_heap_bytes)).c_str(),
@@ -204,7 +221,7 @@ std::string textFragmentation(const an::Fragmentation& f) {
       out += fmt("%s %s  ", formatDuration(f.series[i].t_ns).c_str(), pct(f.series[i].ratio).c_str());
     out += "\n";
   }
-  return out;
+  return out + nothingLive;
 }
 
 std::string textTemporaries(const std::vector<an::SiteAmount>& temps, const an::Totals& t, const TextOptions& opt) {

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git
-  libunwind-dev            # stacks (dlopen'ed by the preload library, see PLATFORM.md)
+  libunwind-dev            # stacks (dlopen'ed by the preload library, see docs/platform.md)
   libsqlite3-dev sqlite3   # the recording; sqlite3 is also a traced program in the tests
   libzstd-dev              # recordings are compressed when the recorder finishes
   nlohmann-json3-dev       # every JSON in and out

@@ -14,7 +14,7 @@ namespace memledger::test {
 
 // Exactly one site of `sites` has `function` in its stack, and it has this count, bytes and kind.
 // With innermost=true its innermost frame must be `function` itself: the allocator's and the
-// hook's frames are not part of a stack (DESIGN.md).
+// hook's frames are not part of a stack (docs/architecture.md).
 inline ::testing::AssertionResult hasOneSite(const json& sites, std::string_view function, int64_t count,
                                              int64_t bytes, std::string_view kind, bool innermost = true) {
   auto found = sitesWith(sites, function);

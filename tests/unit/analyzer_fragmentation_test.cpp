@@ -25,12 +25,16 @@ TEST(AnalyzerFragmentation, RatioAtThePeakPlateau) {
   b.timeline({.t_ns = 6000000, .heap_bytes = 0, .mmap_bytes = 100 * MB, .anon_bytes = 90 * MB});  // resident<0: skipped
   auto rec = Recording::open(b.finish());
   Fragmentation f = fragmentation(rec);
-  ASSERT_EQ(f.series.size(), 5u);
+  ASSERT_EQ(f.series.size(), 4u);
   EXPECT_DOUBLE_EQ(f.series[0].ratio, 1.0 - 200.0 / 205.0);
   EXPECT_DOUBLE_EQ(f.series[1].ratio, 1.0 - 100.0 / 205.0);
   EXPECT_EQ(f.series[2].t_ns, 3000000);
-  EXPECT_DOUBLE_EQ(f.series[4].ratio, 1.0);  // nothing live in 10 MB of resident heap
-  EXPECT_EQ(f.series[4].resident_bytes, 10 * MB);
+  // Nothing live in 10 MB of resident heap at 5 ms: a ratio of nothing, counted, not a 100% point
+  // (this test expected 100% there before issue 15).
+  EXPECT_EQ(f.series.back().t_ns, 4000000);
+  EXPECT_EQ(f.nothing_live_samples, 1);
+  ASSERT_TRUE(f.nothing_live_from_ns);
+  EXPECT_EQ(*f.nothing_live_from_ns, 5000000);
   ASSERT_TRUE(f.peak_ratio);
   EXPECT_DOUBLE_EQ(*f.peak_ratio, 1.0 - 400.0 / 505.0);
   EXPECT_GT(*f.peak_ratio, 0.1);
@@ -60,6 +64,68 @@ TEST(AnalyzerFragmentation, NoSamplesNoRatio) {
   EXPECT_FALSE(f.peak_ratio);
   EXPECT_TRUE(f.series.empty());
   EXPECT_TRUE(toJson(f)["peak_ratio"].is_null());
+}
+
+// A run that frees everything before it ends: the samples taken with nothing live say nothing
+// about fragmentation (0 live bytes of any resident size would read 100%); they are counted
+// apart, with the time from which nothing stays live, and the ratios over the run come from the
+// samples with live blocks only. Samples with nothing live in the middle are counted too, but
+// the samples do not end there unless nothing is live after them.
+TEST(AnalyzerFragmentation, SamplesWithNothingLiveHaveNoRatio) {
+  RecordingBuilder b("frag-empty-end.db");
+  b.process({.peak_heap_bytes = 60 * MB, .peak_heap_ns = 2000000});
+  b.timeline({.t_ns = 0, .heap_bytes = 0, .anon_bytes = 1 * MB});  // before the first malloc
+  b.timeline({.t_ns = 1000000, .heap_bytes = 30 * MB, .anon_bytes = 40 * MB});
+  b.timeline({.t_ns = 2000000, .heap_bytes = 60 * MB, .anon_bytes = 80 * MB});
+  b.timeline({.t_ns = 3000000, .heap_bytes = 0, .anon_bytes = 70 * MB});  // freed, pages kept
+  b.timeline({.t_ns = 4000000, .heap_bytes = 0, .anon_bytes = 70 * MB});
+  auto rec = Recording::open(b.finish());
+  Fragmentation f = fragmentation(rec);
+  ASSERT_EQ(f.series.size(), 2u);
+  EXPECT_DOUBLE_EQ(f.series[0].ratio, 1.0 - 30.0 / 40.0);
+  EXPECT_DOUBLE_EQ(f.series[1].ratio, 1.0 - 60.0 / 80.0);
+  for (const auto& p : f.series) EXPECT_LT(p.ratio, 1.0) << p.t_ns;
+  EXPECT_EQ(f.nothing_live_samples, 3);
+  ASSERT_TRUE(f.nothing_live_from_ns);
+  EXPECT_EQ(*f.nothing_live_from_ns, 3000000);
+  ASSERT_TRUE(f.peak_ratio);
+  EXPECT_DOUBLE_EQ(*f.peak_ratio, 0.25);
+  auto j = toJson(f);
+  EXPECT_EQ(j["nothing_live_samples"], 3);
+  EXPECT_EQ(j["nothing_live_from_ns"], 3000000);
+  EXPECT_EQ(j["series"].size(), 2u);
+
+  // A time range counts only its own samples: from 3.5 ms on, one sample, and nothing is live.
+  Filter late;
+  late.t_from_ns = 3500000;
+  Fragmentation g = fragmentation(rec, late);
+  EXPECT_TRUE(g.series.empty());
+  EXPECT_EQ(g.nothing_live_samples, 1);
+  ASSERT_TRUE(g.nothing_live_from_ns);
+  EXPECT_EQ(*g.nothing_live_from_ns, 4000000);
+  // Up to 2.5 ms: the empty sample at 0 is counted, but the samples end with blocks live.
+  Filter early;
+  early.t_to_ns = 2500000;
+  Fragmentation e = fragmentation(rec, early);
+  EXPECT_EQ(e.series.size(), 2u);
+  EXPECT_EQ(e.nothing_live_samples, 1);
+  EXPECT_FALSE(e.nothing_live_from_ns);
+  EXPECT_TRUE(toJson(e)["nothing_live_from_ns"].is_null());
+}
+
+// Nothing live at any sample: no ratio at all (not "100%").
+TEST(AnalyzerFragmentation, NothingEverLiveIsNoRatio) {
+  RecordingBuilder b("frag-empty.db");
+  b.process({});
+  b.timeline({.t_ns = 0, .heap_bytes = 0, .anon_bytes = 1 * MB});
+  b.timeline({.t_ns = 1000000, .heap_bytes = 0, .anon_bytes = 2 * MB});
+  auto rec = Recording::open(b.finish());
+  Fragmentation f = fragmentation(rec);
+  EXPECT_FALSE(f.peak_ratio);
+  EXPECT_TRUE(f.series.empty());
+  EXPECT_EQ(f.nothing_live_samples, 2);
+  ASSERT_TRUE(f.nothing_live_from_ns);
+  EXPECT_EQ(*f.nothing_live_from_ns, 0);
 }
 
 TEST(AnalyzerFragmentation, LayoutOfAnAddressRange) {

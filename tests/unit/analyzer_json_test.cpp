@@ -100,6 +100,9 @@ TEST(AnalyzerJson, FullReportValidatesAgainstTheSchema) {
   EXPECT_GE(j["suggestions"].size(), 4u);
   EXPECT_EQ(j["processes"].size(), 2u);
   EXPECT_TRUE(j["processes"][1]["end_ns"].is_null());
+  // Process 2's RSS was never sampled (peak_rss 0 in the recording): null, not 0 bytes.
+  EXPECT_EQ(j["processes"][0]["peak_rss"], 400 * MiB);
+  EXPECT_TRUE(j["processes"][1]["peak_rss"].is_null());
   EXPECT_EQ(j["totals"]["temporary"]["count"], 20000);
   EXPECT_EQ(j["peak"]["by_kind"]["heap"]["bytes"], 300 * MiB);
   EXPECT_EQ(validate(j, "full"), 0) << j.dump(2).substr(0, 2000);

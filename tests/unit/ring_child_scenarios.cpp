@@ -105,7 +105,7 @@ __attribute__((noinline)) void thrower(int depth) {
   g_sink = nullptr;  // keeps the recursion from becoming a tail call
 }
 
-// The program's unwinding must stay libgcc's (PLATFORM.md: a linked libunwind would take over).
+// The program's unwinding must stay libgcc's (docs/platform.md: a linked libunwind would take over).
 int cxxScenario() {
   try {
     thrower(20);
@@ -220,7 +220,7 @@ int handoffScenario() {
   return 0;
 }
 
-// Four call sites, so the per-thread stack cache is exercised as in PLATFORM.md's baseline.
+// Four call sites, so the per-thread stack cache is exercised as in the baseline of docs/platform.md.
 __attribute__((noinline)) void* site(int which, size_t n) {
   switch (which) {
     case 0: return malloc(n);
