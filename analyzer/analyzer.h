@@ -191,6 +191,7 @@ struct SiteAmount {
   int64_t stack_id = 0;
   std::string kind;
   int64_t pid = 0;
+  int64_t image_id = 0;  // the process image (pid may have several: exec)
   int64_t count = 0;
   int64_t bytes = 0;
   Stack stack;
@@ -232,6 +233,8 @@ struct Peak {
   std::vector<SiteAmount> sites;  // live at the heap peak, bytes descending
 };
 
+// Every kind but pool blocks (custom, torch_block, pyobject: in use inside memory counted
+// already, see Peak::pools), unless a kind filter asks for one.
 struct Totals {
   int64_t allocations = 0;
   int64_t frees = 0;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analyzer/diff.h"
+#include "analyzer/sql.h"
 
 namespace memledger::analyzer {
 
@@ -56,11 +57,18 @@ struct PeakOfKind {
   int64_t image = 0;
 };
 
-PeakOfKind peakOf(const std::vector<Process>& procs, PeakKind kind) {
+// The peak a limit is checked against: heap and mmap as the report states them (summed over the
+// processes alive at once, where the file has it), RSS per process (it is sampled per process).
+// `image` is the process with the largest own peak of that kind, whose sites are listed.
+PeakOfKind peakOf(const Recording& rec, const std::vector<Process>& procs, PeakKind kind) {
   PeakOfKind best;
   for (const auto& p : procs) {
     int64_t v = kind == PeakKind::Heap ? p.peak_heap_bytes : kind == PeakKind::Mmap ? p.peak_mmap_bytes : p.peak_rss;
     if (v > best.bytes) best = {v, p.image_id};
+  }
+  if (kind != PeakKind::Rss && detail::hasSimultaneousPeaks(rec)) {
+    for (const SpacePeak& s : spacePeaks(rec))
+      if (s.image_id == 0 && s.name == (kind == PeakKind::Heap ? "heap" : "mmap")) best.bytes = s.bytes;
   }
   return best;
 }
@@ -71,7 +79,9 @@ std::vector<Site> sitesAtPeak(const std::vector<Site>& all, int64_t image, PeakK
   std::vector<Site> out;
   for (const auto& s : all) {
     if (s.image_id != image) continue;
-    if (kind == PeakKind::Mmap ? (s.kind == "mmap" && s.max_live_bytes > 0) : s.peak_bytes > 0) out.push_back(s);
+    // Only the kind's own blocks: heap sites for the heap peak, never mmap or pool blocks.
+    if (kind == PeakKind::Mmap ? (s.kind == "mmap" && s.max_live_bytes > 0) : (s.space == "heap" && s.peak_bytes > 0))
+      out.push_back(s);
   }
   auto key = [kind](const Site& s) { return kind == PeakKind::Mmap ? s.max_live_bytes : s.peak_bytes; };
   std::stable_sort(out.begin(), out.end(), [&](const Site& x, const Site& y) { return key(x) > key(y); });
@@ -149,7 +159,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
 
   // Peak of the chosen kind.
   r.peak_kind = limits.peak_kind;
-  PeakOfKind pk = peakOf(r.processes, limits.peak_kind);
+  PeakOfKind pk = peakOf(rec, r.processes, limits.peak_kind);
   r.peak_bytes = pk.bytes;
   r.peak_image = pk.image;
   r.peak_sites = sitesAtPeak(all, pk.image, limits.peak_kind == PeakKind::Rss ? PeakKind::Heap : limits.peak_kind);
@@ -191,7 +201,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
 
   if (baseline) {
     std::vector<Process> bprocs = processes(*baseline);
-    r.baseline_peak_bytes = peakOf(bprocs, limits.peak_kind).bytes;
+    r.baseline_peak_bytes = peakOf(*baseline, bprocs, limits.peak_kind).bytes;
     if (limits.max_peak_growth_pct) {
       int64_t old = *r.baseline_peak_bytes;
       double growth = old > 0 ? 100.0 * static_cast<double>(r.peak_bytes - old) / static_cast<double>(old)

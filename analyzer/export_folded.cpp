@@ -1,4 +1,5 @@
 #include <map>
+#include <tuple>
 
 #include "analyzer/export_formats.h"
 #include "analyzer/sql.h"
@@ -35,7 +36,13 @@ std::optional<Metric> parseMetric(std::string_view text) {
 }
 
 std::string exportFolded(const Recording& rec, Metric metric) {
-  std::optional<int64_t> peakImage = rec.info().peak_image;
+  // The heap's live set at the report's heap peak (heap kinds only): its sum is that peak.
+  std::map<std::tuple<int64_t, int64_t, std::string>, int64_t> atPeak;
+  if (metric == Metric::Peak) {
+    std::optional<int64_t> image = detail::peakImage(rec, {});
+    for (const SiteAmount& a : detail::heapPeakSites(rec, {}, detail::hasSimultaneousPeaks(rec), image.value_or(0)))
+      atPeak[{a.image_id, a.stack_id, a.kind}] += a.bytes;
+  }
   std::map<std::string, int64_t> lines;
   std::vector<const Frame*> stack;
   // Site rows without their stacks copied in (sites() would copy every stack of the recording).
@@ -43,7 +50,11 @@ std::string exportFolded(const Recording& rec, Metric metric) {
     int64_t value = 0;
     switch (metric) {
       case Metric::Leaked: value = s.leak_bytes; break;
-      case Metric::Peak: value = (!peakImage || s.image_id == *peakImage) ? s.peak_bytes : 0; break;
+      case Metric::Peak: {
+        auto it = atPeak.find({s.image_id, s.stack_id, s.kind});
+        value = it != atPeak.end() ? it->second : 0;
+        break;
+      }
       case Metric::Allocated: value = s.alloc_bytes; break;
       case Metric::Count: value = s.alloc_count; break;
     }

@@ -200,7 +200,9 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
   f.t_to_ns.reset();
   // One phase: the largest sites by their exact totals, straight from SQL.
   if (ranges.size() == 1) f.top = top;
-  std::vector<Site> siteList = detail::siteRows(rec, f);
+  // Phases are cut on the heap curve: their top sites are heap sites unless a kind was asked for.
+  std::string heapOnly = "kind IN " + detail::heapKindsSql();
+  std::vector<Site> siteList = detail::siteRows(rec, f, filter.kind ? nullptr : heapOnly.c_str());
   auto emit = [&](size_t phase, const Site& s, int64_t count, int64_t bytes) {
     SiteAmount a;
     a.stack_id = s.stack_id;

@@ -60,6 +60,7 @@ SiteAmount amount(const Recording& rec, int64_t stackId, std::string kind, int64
   s.stack_id = stackId;
   s.kind = std::move(kind);
   s.pid = rec.pidOf(imageId);
+  s.image_id = imageId;
   s.count = count;
   s.bytes = bytes;
   return s;
@@ -114,6 +115,35 @@ std::vector<Process> processes(const Recording& rec) {
 }
 
 namespace detail {
+// The heap's live set at its peak (no stacks): heap kinds only (account 0), never mmap or pools;
+// the simultaneous peak's (peak_sites) or image's own (sites.peak_*).
+std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image) {
+  std::vector<SiteAmount> out;
+  if (simultaneous) {
+    Statement q(rec, "SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'");
+    while (q.step()) {
+      const char* kind = siteKindName(static_cast<uint64_t>(q.i64(1)));
+      if (filter.kind && *filter.kind != kind) continue;
+      out.push_back(amount(rec, q.i64(0), kind, q.i64(2), q.i64(3), q.i64(4)));
+    }
+    return out;
+  }
+  std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
+                    "WHERE image_id = ? AND peak_bytes > 0 AND kind IN " + heapKindsSql() +
+                    (filter.kind ? " AND kind = ?" : "") + orderAndLimit("peak", filter);
+  Statement q(rec, sql.c_str());
+  q.bind(1, image);
+  if (filter.kind) q.bind(2, *filter.kind);
+  while (q.step()) out.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  return out;
+}
+
+bool hasSimultaneousPeaks(const Recording& rec) {
+  if (rec.info().schema_version < 5) return false;
+  Statement q(rec, "SELECT count(*) FROM spaces WHERE image_id = 0 AND name = 'heap'");
+  return q.step() && q.i64(0) > 0;
+}
+
 std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const char* where) {
 #define MEMLEDGER_COUNTER_COLUMN(name) ", " #name
   // Version 1-3 files have a real `sites` table without accounts: mmap counted in account 1.
@@ -197,9 +227,7 @@ Peak peak(const Recording& rec, const Filter& filter) {
   out.pid = rec.pidOf(*image);
   std::vector<SpacePeak> all = spacePeaks(rec);
   // The simultaneous peaks (image 0) exist from version 5 on; a pid filter asks for one process.
-  bool simultaneous = !filter.pid && std::any_of(all.begin(), all.end(), [](const SpacePeak& s) {
-    return s.image_id == 0 && s.name == "heap";
-  });
+  bool simultaneous = !filter.pid && detail::hasSimultaneousPeaks(rec);
   out.scope = simultaneous ? "all processes" : "process";
   std::vector<int64_t> images;  // the images a pid filter keeps
   if (filter.pid) {
@@ -279,25 +307,7 @@ Peak peak(const Recording& rec, const Filter& filter) {
     }
   }
 
-  // The heap's live set at that instant: heap kinds only (account 0), never mmap or pools.
-  std::string kindCond = filter.kind ? " AND kind = ?" : "";
-  if (simultaneous) {
-    std::string sql = "SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'";
-    detail::Statement q(rec, sql.c_str());
-    while (q.step()) {
-      const char* kind = detail::siteKindName(static_cast<uint64_t>(q.i64(1)));
-      if (filter.kind && *filter.kind != kind) continue;
-      out.sites.push_back(amount(rec, q.i64(0), kind, q.i64(2), q.i64(3), q.i64(4)));
-    }
-  } else {
-    std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
-                      "WHERE image_id = ? AND peak_bytes > 0 AND kind IN " + detail::heapKindsSql() +
-                      kindCond + orderAndLimit("peak", filter);
-    detail::Statement q(rec, sql.c_str());
-    q.bind(1, *image);
-    if (filter.kind) q.bind(2, *filter.kind);
-    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
-  }
+  out.sites = detail::heapPeakSites(rec, filter, simultaneous, *image);
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
   return out;
@@ -308,8 +318,9 @@ Totals totals(const Recording& rec, const Filter& filter) {
   std::string sql =
       "SELECT coalesce(sum(alloc_count),0), coalesce(sum(free_count),0), coalesce(sum(alloc_bytes),0), "
       "coalesce(sum(freed_bytes),0), coalesce(sum(temp_count),0), coalesce(sum(temp_bytes),0) "
-      "FROM sites WHERE 1" +
-      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "");
+      "FROM sites WHERE 1" + detail::imageCondition(rec, filter, "image_id") +
+      // Pool blocks are in use inside memory already counted: not allocated twice.
+      (filter.kind ? " AND kind = ?" : " AND kind NOT IN " + detail::poolKindsSql());
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
   if (q.step()) {

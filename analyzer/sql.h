@@ -38,12 +38,24 @@ struct SiteActivity {
   uint64_t kind = 0;  // a kind code of schemas/kinds.h
   int64_t allocs = 0, alloc_bytes = 0;
 };
+// The heap's live set at its peak, without stacks (analyzer/sites.cpp): the recording's
+// simultaneous one (version 5, peak_sites) or `image`'s own; only heap kinds.
+std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image);
+// Whether the file has the simultaneous peaks over live processes (version 5 `spaces` image 0).
+bool hasSimultaneousPeaks(const Recording& rec);
 // The SQL list of the kinds that count in the host heap as blocks: "('malloc', 'new')".
 inline std::string heapKindsSql() {
   std::string out;
   for (const kinds::KindInfo& k : kinds::kKinds)
     if (k.space == kinds::Space::HostHeap && k.shape == kinds::Shape::Block)
       out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
+  return out + ")";
+}
+// The SQL list of the kinds whose blocks sit inside memory counted already (pools): "('custom', ...)".
+inline std::string poolKindsSql() {
+  std::string out;
+  for (const kinds::KindInfo& k : kinds::kKinds)
+    if (k.shape == kinds::Shape::PoolBlock) out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
   return out + ")";
 }
 // A kind code's name (schemas/kinds.h); "" for a code this analyzer does not know.

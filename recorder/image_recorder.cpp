@@ -323,8 +323,12 @@ ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
   if (s.bucket_allocs == 0) bucketSites_.push_back(site);
   ++s.bucket_allocs;
   s.bucket_bytes += size;
-  ++bucket_.allocs;
-  bucket_.allocBytes += size;
+  // The curve's counts are the heap's, as its live bytes are (version 5): a phase's allocated
+  // and freed bytes are then the heap's own.
+  if (s.account == kHeap) {
+    ++bucket_.allocs;
+    bucket_.allocBytes += size;
+  }
 }
 
 ML_HOT void ImageRecorder::accountChanged(uint32_t account, int64_t delta, uint64_t t) {
@@ -443,7 +447,7 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
-  ++bucket_.frees;
+  if (s.account == kHeap) ++bucket_.frees;
   accountChanged(s.account, -static_cast<int64_t>(size), t);
   return row;
 }
@@ -535,7 +539,6 @@ void ImageRecorder::endMapping(uint32_t index, uint64_t t) {
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) {
     writeAllocation(blockOf(m), m.address, t);
   }
-  ++bucket_.frees;
   freeMappings_.push_back(index);
 }
 

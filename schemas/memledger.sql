@@ -195,8 +195,8 @@ CREATE TABLE allocations (
 --   mmap_bytes
 --   rss_bytes     most recent /proc sample (absent before the first)
 --   anon_bytes    resident anonymous memory (for fragmentation), absent before the first sample
---   allocs        allocations in the bucket
---   frees
+--   allocs        allocations in the bucket (version 5: of the heap, account 0, like heap_*;
+--   frees         before: of every kind)
 --   alloc_bytes
 -- Packed (version 3): a row holds consecutive entries of one image (at most 256, in time order),
 -- each as LEB128 varints, "signed" ones zigzag-encoded ((v << 1) ^ (v >> 63)), deltas from the
