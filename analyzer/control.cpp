@@ -31,7 +31,7 @@ void throwIfCancelled() {
 namespace {
 
 // progress() without the cancellation check.
-void report(double fraction) {
+void tell(double fraction) {
   QueryControl* c = state.control;
   if (!c || !c->progress) return;
   fraction = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
@@ -48,10 +48,11 @@ void report(double fraction) {
 void progress(double fraction) {
   if (!state.control) return;
   throwIfCancelled();
-  report(fraction);
+  tell(fraction);
 }
 
-Stage::Stage(double from, double to) : savedLo_(state.lo), savedHi_(state.hi), to_(to) {
+Stage::Stage(double from, double to)
+    : savedLo_(state.lo), savedHi_(state.hi), to_(to), exceptions_(std::uncaught_exceptions()) {
   throwIfCancelled();
   double width = state.hi - state.lo;
   state.lo = savedLo_ + width * from;
@@ -63,9 +64,9 @@ Stage::~Stage() {
   state.hi = savedHi_;
   // Not on the way out of an exception (a cancelled stage did not get there), and never a throw
   // from here: a callback that throws is not heard on this path.
-  if (std::uncaught_exceptions() != 0) return;
+  if (std::uncaught_exceptions() > exceptions_) return;
   try {
-    report(to_);
+    tell(to_);
   } catch (...) {
   }
 }

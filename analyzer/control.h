@@ -41,6 +41,7 @@ class Stage {
 
  private:
   double savedLo_, savedHi_, to_;
+  int exceptions_;  // in flight when it began: more on leaving means it is being unwound
 };
 
 // Makes `control` current on this thread while it lives (a scope of the control already current

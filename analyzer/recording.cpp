@@ -352,9 +352,13 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
     auto cached = ipFrames.find(ipId);
     if (cached != ipFrames.end()) return cached->second;
   }
-  // Two threads may both read an ip that neither found: the first to insert wins, the other's
-  // reading (the same frames) is dropped.
   std::lock_guard statements(ipStmtMutex);
+  {
+    // Read meanwhile by the thread that held the statements.
+    std::shared_lock lock(ipFramesMutex);
+    auto cached = ipFrames.find(ipId);
+    if (cached != ipFrames.end()) return cached->second;
+  }
   const std::string& path = info.path;
   int rc = SQLITE_OK;
   std::optional<std::string> module;
