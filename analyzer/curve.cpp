@@ -71,13 +71,11 @@ Curve downsample(const std::vector<SeriesPoint>& series, int64_t from, int64_t t
   return out;
 }
 
-std::vector<SeriesPoint> heapSeries(const Recording& rec, std::optional<int64_t> image_id) {
-  std::vector<TimelinePoint> tl = timeline(rec, image_id);
-  std::vector<SeriesPoint> out;
-  out.reserve(tl.size());
-  for (const TimelinePoint& t : tl) out.push_back({t.t_ns, t.heap_bytes, t.heap_max, t.heap_min});
-  return out;
+Curve downsample(const Series& series, int64_t from, int64_t to, size_t max_points) {
+  return downsample(series.points, from, to, max_points, series.exact_peak);
 }
+
+namespace {
 
 std::optional<ExactPeak> heapPeak(const Recording& rec, std::optional<int64_t> image_id) {
   detail::Statement q(rec, image_id ? "SELECT peak_heap_ns, peak_heap_bytes FROM processes WHERE id = ?"
@@ -88,16 +86,25 @@ std::optional<ExactPeak> heapPeak(const Recording& rec, std::optional<int64_t> i
   return ExactPeak{q.i64(0), q.i64(1)};
 }
 
+}  // namespace
+
+Series heapSeries(const Recording& rec, std::optional<int64_t> image_id) {
+  Series out;
+  std::vector<TimelinePoint> tl = timeline(rec, image_id);
+  out.points.reserve(tl.size());
+  for (const TimelinePoint& t : tl) out.points.push_back({t.t_ns, t.heap_bytes, t.heap_max, t.heap_min});
+  out.exact_peak = heapPeak(rec, image_id);
+  return out;
+}
+
 Curve curve(const Recording& rec, const CurveRequest& request) {
-  std::vector<SeriesPoint> series;
-  std::optional<ExactPeak> exact;
+  Series series;
   {
     detail::Stage reading(0, 0.8);
     series = heapSeries(rec, request.image_id);
-    exact = heapPeak(rec, request.image_id);
   }
   detail::Stage folding(0.8, 1);
-  return downsample(series, request.t_from_ns, request.t_to_ns, request.max_points, exact);
+  return downsample(series, request.t_from_ns, request.t_to_ns, request.max_points);
 }
 
 Curve curve(const Recording& rec, const CurveRequest& request, QueryControl& control) {

@@ -62,13 +62,22 @@ struct CurveRequest {
 Curve downsample(const std::vector<SeriesPoint>& series, int64_t from, int64_t to, size_t max_points,
                  std::optional<ExactPeak> exact = {});
 
-// The heap series of one image (or of all images summed, as timeline() sums them).
-std::vector<SeriesPoint> heapSeries(const Recording& rec, std::optional<int64_t> image_id);
-// The exact heap peak of one image; with nullopt, of the only image when there is one (a sum of
-// several images has no recorded exact peak: its points' max is the sum of the bucket maxima).
-std::optional<ExactPeak> heapPeak(const Recording& rec, std::optional<int64_t> image_id);
+// A series with its exact peak when one is known: read once, downsampled at every request (a
+// chart that zooms and pans asks many; reading is the costly part: timeline() of a busy
+// recording takes about a second per million buckets here, a downsample of them milliseconds).
+struct Series {
+  std::vector<SeriesPoint> points;  // t_ns ascending
+  std::optional<ExactPeak> exact_peak;
+};
+Curve downsample(const Series& series, int64_t from, int64_t to, size_t max_points);
 
-// The heap curve of a request. Throws RecordingError like the other questions.
+// The heap series of one image (or of all images summed, as timeline() sums them), with the
+// exact heap peak of that image; with nullopt, of the only image when there is one (a sum of
+// several images has no recorded exact peak: its points' max is the sum of the bucket maxima).
+Series heapSeries(const Recording& rec, std::optional<int64_t> image_id);
+
+// The heap curve of a request: downsample(heapSeries(...)). Throws RecordingError like the other
+// questions.
 Curve curve(const Recording& rec, const CurveRequest& request);
 Curve curve(const Recording& rec, const CurveRequest& request, QueryControl& control);
 

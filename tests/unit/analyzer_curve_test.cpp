@@ -86,7 +86,7 @@ TEST(AnalyzerCurve, ARangeKeepsOnlyItsBuckets) {
   EXPECT_LT(c.peak_bytes, 7 << 20);  // the spike is outside
   EXPECT_TRUE(downsample(s, to, from, 64).points.empty());
   EXPECT_TRUE(downsample(s, from, to, 0).points.empty());
-  EXPECT_TRUE(downsample({}, 0, INT64_MAX, 10).points.empty());
+  EXPECT_TRUE(downsample(std::vector<SeriesPoint>{}, 0, INT64_MAX, 10).points.empty());
   // Fewer buckets than points: one point per bucket.
   Curve few = downsample(s, 0, INT64_MAX, 100000);
   EXPECT_EQ(few.points.size(), s.size());
@@ -125,8 +125,12 @@ TEST(AnalyzerCurve, ThreePhasesKeepsItsExactPeak) {
   ASSERT_EQ(procs.size(), 1u);
   const Process& p = procs.front();
   ASSERT_EQ(p.peak_heap_bytes, 314572800);
-  std::vector<SeriesPoint> s = heapSeries(rec, p.image_id);
+  Series series = heapSeries(rec, p.image_id);
+  const std::vector<SeriesPoint>& s = series.points;
   ASSERT_GT(s.size(), 100u);  // a curve worth downsampling
+  ASSERT_TRUE(series.exact_peak);
+  EXPECT_EQ(series.exact_peak->bytes, 314572800);
+  EXPECT_EQ(series.exact_peak->t_ns, p.peak_heap_ns);
   for (std::optional<int64_t> image : {std::optional<int64_t>(p.image_id), std::optional<int64_t>()}) {
     Curve c = curve(rec, {.image_id = image, .max_points = 40});
     ASSERT_LE(c.points.size(), 40u);
@@ -145,4 +149,13 @@ TEST(AnalyzerCurve, ThreePhasesKeepsItsExactPeak) {
   EXPECT_TRUE(zoom.exact_peak);
   EXPECT_EQ(zoom.peak_bytes, 314572800);
   EXPECT_LE(zoom.interval_ns, 101000000 / 20 + 1);
+  // A series read once serves the same curve at every request.
+  Curve again = downsample(series, p.peak_heap_ns - 100000000, p.peak_heap_ns + 1000000, 20);
+  ASSERT_EQ(again.points.size(), zoom.points.size());
+  for (size_t i = 0; i < again.points.size(); ++i) {
+    EXPECT_EQ(again.points[i].t_from_ns, zoom.points[i].t_from_ns);
+    EXPECT_EQ(again.points[i].max, zoom.points[i].max);
+    EXPECT_EQ(again.points[i].min, zoom.points[i].min);
+    EXPECT_EQ(again.points[i].last, zoom.points[i].last);
+  }
 }
