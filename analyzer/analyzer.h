@@ -95,8 +95,9 @@ struct OpenOptions {
 
 // A Recording may be used from several threads at once: its caches are locked and its SQLite
 // connection is serialized (SQLITE_OPEN_FULLMUTEX), so the questions below can run concurrently
-// on one recording (a GUI's worker threads). Opening, moving and destroying it are not concurrent
-// with anything else.
+// on one recording (a GUI's worker threads). SQLite itself runs one step at a time for all of
+// them (a step is a row, or a whole aggregate); decoding, sorting and the caches run in
+// parallel. Opening, moving and destroying it are not concurrent with anything else.
 class Recording {
  public:
   // Throws RecordingError. Opens with SQLITE_OPEN_READONLY and checks meta + user_version.

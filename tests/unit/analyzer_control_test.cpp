@@ -126,6 +126,38 @@ TEST(AnalyzerControl, CancelFromAnotherThreadIsPrompt) {
   EXPECT_LT(ms, 50.0) << "after " << reports << " whole reports";
 }
 
+TEST(AnalyzerControl, CancellingOneQuestionLeavesAnotherThreadsAlone) {
+  // One connection serves both threads: the interrupt must hit only the cancelled question.
+  Recording rec = Recording::open(bigRecording());
+  const std::string expected = jsonText(toJson(report(rec)));
+  std::atomic<bool> stop{false};
+  std::atomic<int> other{0}, wrong{0};
+  std::thread bystander([&] {
+    while (!stop.load() || other.load() == 0) {
+      if (jsonText(toJson(report(rec))) != expected) wrong.fetch_add(1);
+      other.fetch_add(1);
+    }
+  });
+  int cancelled = 0;
+  for (int i = 0; i < 5; ++i) {
+    QueryControl control;
+    int calls = 0;
+    control.progress = [&](double) {
+      if (++calls == 3 + i) control.cancel();
+    };
+    try {
+      (void)report(rec, {}, control);
+    } catch (const Cancelled&) {
+      ++cancelled;
+    }
+  }
+  stop.store(true);
+  bystander.join();
+  EXPECT_EQ(cancelled, 5);
+  EXPECT_GT(other.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(AnalyzerControl, AStatementRunningLongIsInterrupted) {
   // One row that never comes (an endless recursive query): only the progress handler can stop it.
   Recording rec = Recording::open(bigRecording());
@@ -143,13 +175,24 @@ TEST(AnalyzerControl, AStatementRunningLongIsInterrupted) {
     }
   });
   while (!inside.load()) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Meanwhile another thread's statements on the same connection run to their end.
+  const std::string expected = jsonText(toJson(report(Recording::open(bigRecording()))));
+  std::atomic<bool> bystanderStarted{false};
+  std::string seen;
+  std::thread bystander([&] {
+    QueryControl own;  // a control of its own, never cancelled
+    own.progress = [&](double) { bystanderStarted.store(true); };
+    seen = jsonText(toJson(report(rec, {}, own)));
+  });
+  while (!bystanderStarted.load()) std::this_thread::yield();
   auto cancelledAt = Clock::now();
   control.cancel();
   worker.join();
   auto ms = std::chrono::duration<double, std::milli>(Clock::now() - cancelledAt).count();
+  bystander.join();
   EXPECT_TRUE(threw.load());
   EXPECT_LT(ms, 50.0);
+  EXPECT_EQ(seen, expected);
 }
 
 TEST(AnalyzerControl, ACancelledControlStopsBeforeStarting) {

@@ -19,24 +19,27 @@ inline std::string recordBuild() {
   return env && *env ? env : MEMLEDGER_BINARY_DIR;
 }
 
-// Records build/samples/<sample> once per test process (plain SQLite, no compression); returns
-// its path, or "" with `why` set when the CLI or the sample is missing or recording failed.
-inline std::string sampleRecording(const std::string& sample, std::string* why) {
+// Records build/samples/<sample> once per test process (plain SQLite, or zstd-compressed as
+// `record` leaves it by default); returns its path, or "" with `why` set when the CLI or the
+// sample is missing or recording failed.
+inline std::string sampleRecording(const std::string& sample, std::string* why, bool compressed = false) {
   static std::map<std::string, std::string> done;
-  auto found = done.find(sample);
+  const std::string key = sample + (compressed ? ".zst" : "");
+  auto found = done.find(key);
   if (found != done.end()) {
     if (found->second.empty()) *why = "recording " + sample + " failed before";
     return found->second;
   }
   std::string build = recordBuild();
   std::string cli = build + "/bin/memledger", program = build + "/samples/" + sample;
-  std::string& path = done[sample];
+  std::string& path = done[key];
   if (!std::filesystem::exists(cli) || !std::filesystem::exists(program)) {
     *why = "needs " + cli + " and " + program + " (build the memledger and memledger_samples targets)";
     return path;
   }
-  std::string out = tempPath("sample-" + sample + ".db");
-  std::string cmd = "'" + cli + "' record --no-compress -o '" + out + "' -- '" + program + "' >/dev/null 2>&1";
+  std::string out = tempPath("sample-" + key + ".db");
+  std::string cmd = "'" + cli + "' record " + (compressed ? "" : "--no-compress ") + "-o '" + out + "' -- '" +
+                    program + "' >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0 || !std::filesystem::exists(out)) {
     *why = "`" + cmd + "` failed";
     return path;

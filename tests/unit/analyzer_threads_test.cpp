@@ -138,3 +138,12 @@ TEST(AnalyzerThreads, RealRecordingFromEightThreads) {
   }
   askFromEightThreads(path);
 }
+
+TEST(AnalyzerThreads, CompressedRecordingFromEightThreads) {
+  // As `record` leaves it: zstd, decompressed into memory and read from there (one connection).
+  std::string why;
+  std::string path = memledger::testing::sampleRecording("demo_leaky_peaky", &why, true);
+  if (path.empty()) GTEST_SKIP() << why;
+  ASSERT_NE(memledger::testing::readFile(path).substr(0, 15), "SQLite format 3");
+  askFromEightThreads(path);
+}
