@@ -11,7 +11,9 @@
 // the innermost frame first; `pid` is the OS pid of the process image a site belongs to.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +49,12 @@ class RecordingError : public std::runtime_error {
  private:
   ErrorKind kind_;
   std::string path_;
+};
+
+// A question given a QueryControl (below) that was cancelled while it ran.
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("memledger: query cancelled") {}
 };
 
 // The schema version this analyzer reads (PRAGMA user_version); newer files are refused.
@@ -87,6 +95,11 @@ struct OpenOptions {
   uint64_t max_in_memory = uint64_t(512) << 20;
 };
 
+// A Recording may be used from several threads at once: its caches are locked and its SQLite
+// connection is serialized (SQLITE_OPEN_FULLMUTEX), so the questions below can run concurrently
+// on one recording (a GUI's worker threads). SQLite itself runs one step at a time for all of
+// them (a step is a row, or a whole aggregate); decoding, sorting and the caches run in
+// parallel. Opening, moving and destroying it are not concurrent with anything else.
 class Recording {
  public:
   // Throws RecordingError. Opens with SQLITE_OPEN_READONLY and checks meta + user_version.
@@ -370,6 +383,21 @@ HeapLayout heapLayout(const Recording& rec, int64_t image_id, uint64_t from, uin
 std::vector<Pattern> patterns(const Recording& rec, const Filter& filter = {});
 std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter = {});
 Report report(const Recording& rec, const Filter& filter = {});
+
+// Progress and cancellation of the long questions, for a front end that runs them on a worker
+// thread. Another thread calls cancel(); the question then throws Cancelled promptly (it checks
+// between rows, and interrupts a statement running long). `progress` is called on the question's
+// own thread with fractions of the whole question, increasing, the last one 1.0 when it
+// returned. A control belongs to one question at a time.
+struct QueryControl {
+  std::atomic<bool> cancelled{false};
+  std::function<void(double)> progress;  // may be empty
+  void cancel() { cancelled.store(true, std::memory_order_relaxed); }
+};
+Report report(const Recording& rec, const Filter& filter, QueryControl& control);
+std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control);
+std::vector<Phase> phases(const Recording& rec, const Filter& filter, QueryControl& control);
+std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id, QueryControl& control);
 
 // ---------------------------------------------------------------------------------------------
 // Presentation helpers shared by every front end.

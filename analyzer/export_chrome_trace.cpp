@@ -1,5 +1,6 @@
 #include <set>
 
+#include "analyzer/control.h"
 #include "analyzer/export_formats.h"
 
 namespace memledger::analyzer {
@@ -18,7 +19,10 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
   nlohmann::json events = nlohmann::json::array();
   std::vector<Process> procs = processes(rec);
   std::set<int64_t> named;
-  for (const auto& p : procs) {
+  std::optional<detail::Stage> curves(std::in_place, 0, 0.6);
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const Process& p = procs[i];
+    detail::progress(double(i) / double(procs.size()));
     // An exec'd image keeps its pid: one track per pid, named after the first image seen.
     if (named.insert(p.pid).second) {
       events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", p.pid}, {"tid", kCounterTid},
@@ -43,6 +47,7 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
                                   {"exit_code", p.exit_code ? nlohmann::json(*p.exit_code) : nlohmann::json()},
                                   {"signal", p.signal ? nlohmann::json(*p.signal) : nlohmann::json()}}}});
   }
+  curves.reset();
   for (const auto& m : markers(rec))
     events.push_back({{"ph", "i"}, {"name", m.name}, {"s", "p"}, {"pid", rec.pidOf(m.image_id)},
                       {"tid", kCounterTid}, {"ts", us(m.t_ns)}, {"cat", "marker"}});

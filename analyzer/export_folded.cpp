@@ -1,6 +1,7 @@
 #include <map>
 #include <tuple>
 
+#include "analyzer/control.h"
 #include "analyzer/export_formats.h"
 #include "analyzer/sql.h"
 
@@ -46,7 +47,15 @@ std::string exportFolded(const Recording& rec, Metric metric) {
   std::map<std::string, int64_t> lines;
   std::vector<const Frame*> stack;
   // Site rows without their stacks copied in (sites() would copy every stack of the recording).
-  for (const auto& s : detail::siteRows(rec, {})) {
+  std::vector<Site> rows;
+  {
+    detail::Stage reading(0, 0.2);
+    rows = detail::siteRows(rec, {});
+  }
+  detail::Stage folding(0.2, 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Site& s = rows[i];
+    detail::progress(double(i) / double(rows.size()));
     int64_t value = 0;
     switch (metric) {
       case Metric::Leaked: value = s.leak_bytes; break;

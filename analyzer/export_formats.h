@@ -33,6 +33,10 @@ std::optional<Metric> parseMetric(std::string_view text);
 std::string exportFolded(const Recording& rec, Metric metric);
 nlohmann::json exportChromeTrace(const Recording& rec);
 std::string exportPprof(const Recording& rec);  // gzipped serialized perftools.profiles.Profile
+// The same with progress and cancellation (analyzer.h QueryControl).
+std::string exportFolded(const Recording& rec, Metric metric, QueryControl& control);
+nlohmann::json exportChromeTrace(const Recording& rec, QueryControl& control);
+std::string exportPprof(const Recording& rec, QueryControl& control);
 
 // gzip framing (RFC 1952) via zlib; gunzip throws std::runtime_error on bad input.
 std::string gzipBytes(const std::string& data);

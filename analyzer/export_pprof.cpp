@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/control.h"
 #include "analyzer/export_formats.h"
 #include "analyzer/sql.h"
 #include "profile.pb.h"
@@ -156,7 +157,15 @@ std::string exportPprof(const Recording& rec) {
   p.set_duration_nanos(rec.info().duration_ns);
   p.add_comment(b.str("memledger " + rec.info().version + ": " + rec.info().command));
   int64_t kindKey = b.str("kind"), pidKey = b.str("pid");
-  for (const auto& s : detail::siteRows(rec, {})) {  // no stacks copied in: locations come per ip
+  std::vector<Site> rows;
+  {
+    detail::Stage reading(0, 0.2);
+    rows = detail::siteRows(rec, {});  // no stacks copied in: locations come per ip
+  }
+  detail::Stage building(0.2, 0.9);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Site& s = rows[i];
+    detail::progress(double(i) / double(rows.size()));
     if (s.alloc_count == 0 && s.alloc_bytes == 0 && s.leak_count == 0 && s.leak_bytes == 0) continue;
     pp::Sample* sample = p.add_sample();
     for (uint64_t loc : b.locations(s.stack_id)) sample->add_location_id(loc);

@@ -7,9 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/control.h"
 #include "analyzer/inflate.h"
 #include "analyzer/sql.h"
 
@@ -25,6 +28,8 @@ std::string msgCorrupt(const std::string& path) {
 }
 
 [[noreturn]] void throwFor(int rc, const std::string& path) {
+  // The progress handler (analyzer/control.h) interrupted a statement of a cancelled question.
+  if ((rc & 0xff) == SQLITE_INTERRUPT && detail::cancelRequested()) throw Cancelled();
   // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
   // on a file with a valid header means its pages are damaged or missing.
   if ((rc & 0xff) == SQLITE_NOTADB)
@@ -76,20 +81,29 @@ int64_t toInt(const std::string& s, int64_t fallback = 0) {
 
 }  // namespace
 
+// Threads: `db` is a serialized connection (SQLITE_OPEN_FULLMUTEX), `info` and `pids` are
+// written only by open(); each cache has its own lock, held only to look up or to insert, never
+// while SQLite reads, so threads that find what they need in a cache do not wait for one that
+// reads. The caches are node-based maps: a Stack or Frame handed out stays where it is while
+// other threads insert.
 struct Recording::Impl {
   sqlite3* db = nullptr;
   RecordingInfo info;
   std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
-  mutable std::unordered_map<int64_t, Stack> stacks;
-  mutable std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
-  mutable std::unique_ptr<detail::StackIps> stackIps;
-  mutable sqlite3_stmt* ipStmt = nullptr;
-  mutable sqlite3_stmt* framesStmt = nullptr;
+  std::shared_mutex stacksMutex;
+  std::unordered_map<int64_t, Stack> stacks;
+  std::shared_mutex ipFramesMutex;
+  std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
+  std::once_flag stackIpsOnce;
+  std::unique_ptr<detail::StackIps> stackIps;  // locks itself
+  std::mutex ipStmtMutex;  // ipStmt and framesStmt: one reader at a time
+  sqlite3_stmt* ipStmt = nullptr;
+  sqlite3_stmt* framesStmt = nullptr;
   std::string tempFile;  // a large compressed recording decompressed here; removed on close
 
-  // The frames of one ip (inline chain, innermost first), read once. Node-based map: references
-  // stay valid as it grows (Recording::stackFrames hands out pointers into it).
+  // The frames of one ip (inline chain, innermost first), read once.
   const std::vector<Frame>& framesOfIp(const Recording& rec, uint32_t ipId);
+  detail::StackIps& stackIpsOf();
 
   ~Impl() {
     stackIps.reset();  // before the database closes
@@ -102,6 +116,13 @@ struct Recording::Impl {
 
 namespace {
 
+// Every 1000 virtual machine instructions SQLite asks whether the question running on that
+// thread was cancelled (analyzer/control.h): a long statement stops without waiting for its row.
+void prepareConnection(sqlite3* db) {
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_progress_handler(db, 1000, detail::sqliteProgressHandler, nullptr);
+}
+
 // `file` is opened; `path` (the recording the user named) is what messages say.
 sqlite3* openDb(const std::string& file, const std::string& path, bool immutable) {
   sqlite3* db = nullptr;
@@ -110,23 +131,23 @@ sqlite3* openDb(const std::string& file, const std::string& path, bool immutable
     // A recorder killed mid-transaction leaves a hot journal that a read-only connection may not
     // roll back; reading the file as it is still shows everything committed before the kill.
     char* uri = sqlite3_mprintf("file:%q?immutable=1", file.c_str());
-    rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr);
     sqlite3_free(uri);
   } else {
-    rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr);
   }
   if (rc != SQLITE_OK) {
     sqlite3_close(db);
     throwFor(rc, path);
   }
-  sqlite3_extended_result_codes(db, 1);
+  prepareConnection(db);
   return db;
 }
 
 // A decompressed recording held in memory: SQLite reads it in place, read-only, and frees it.
 sqlite3* openInMemory(detail::Inflated& inflated, const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, nullptr);
+  int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     auto size = static_cast<sqlite3_int64>(inflated.size);
     // Freed by SQLite from here on, even when deserialize fails.
@@ -137,7 +158,7 @@ sqlite3* openInMemory(detail::Inflated& inflated, const std::string& path) {
     sqlite3_close(db);
     throwFor(rc, path);
   }
-  sqlite3_extended_result_codes(db, 1);
+  prepareConnection(db);
   return db;
 }
 
@@ -326,8 +347,18 @@ bool isAllocatorEntry(const Frame& f) {
 }  // namespace
 
 const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint32_t ipId) {
-  auto cached = ipFrames.find(ipId);
-  if (cached != ipFrames.end()) return cached->second;
+  {
+    std::shared_lock lock(ipFramesMutex);
+    auto cached = ipFrames.find(ipId);
+    if (cached != ipFrames.end()) return cached->second;
+  }
+  std::lock_guard statements(ipStmtMutex);
+  {
+    // Read meanwhile by the thread that held the statements.
+    std::shared_lock lock(ipFramesMutex);
+    auto cached = ipFrames.find(ipId);
+    if (cached != ipFrames.end()) return cached->second;
+  }
   const std::string& path = info.path;
   int rc = SQLITE_OK;
   std::optional<std::string> module;
@@ -361,13 +392,19 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
     f.module = module;
     frames.push_back(std::move(f));
   }
+  std::unique_lock lock(ipFramesMutex);
   return ipFrames.emplace(ipId, std::move(frames)).first->second;
+}
+
+detail::StackIps& Recording::Impl::stackIpsOf() {
+  std::call_once(stackIpsOnce, [this] { stackIps = std::make_unique<detail::StackIps>(db, info); });
+  return *stackIps;
 }
 
 void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const {
   out->clear();
-  if (!impl_->stackIps) impl_->stackIps = std::make_unique<detail::StackIps>(impl_->db, impl_->info);
-  for (uint32_t ipId : impl_->stackIps->of(stack_id))
+  detail::throwIfCancelled();  // passes over every site call this once a site
+  for (uint32_t ipId : impl_->stackIpsOf().of(stack_id))
     for (const Frame& f : impl_->framesOfIp(*this, ipId)) out->push_back(&f);
   size_t n = 0;
   while (n + 1 < out->size() && isAllocatorEntry(*(*out)[n])) ++n;
@@ -375,13 +412,17 @@ void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) co
 }
 
 const Stack& Recording::stack(int64_t stack_id) const {
-  auto found = impl_->stacks.find(stack_id);
-  if (found != impl_->stacks.end()) return found->second;
+  {
+    std::shared_lock lock(impl_->stacksMutex);
+    auto found = impl_->stacks.find(stack_id);
+    if (found != impl_->stacks.end()) return found->second;
+  }
   std::vector<const Frame*> ptrs;
   stackFrames(stack_id, &ptrs);
   Stack frames;
   frames.reserve(ptrs.size());
   for (const Frame* f : ptrs) frames.push_back(*f);
+  std::unique_lock lock(impl_->stacksMutex);
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
 }
 
@@ -448,12 +489,25 @@ void StackIps::readPacked(int64_t stack_id) {
 }
 
 std::vector<uint32_t> StackIps::of(int64_t stack_id) {
+  std::vector<uint32_t> out;
+  {
+    // Most stacks are made of nodes read before: walked by many threads at once.
+    std::shared_lock lock(mutex_);
+    if (walk(stack_id, out, false)) return out;
+  }
+  std::unique_lock lock(mutex_);
+  walk(stack_id, out, true);
+  return out;
+}
+
+bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
   // Far deeper than any captured stack; a longer chain is a cycle in a damaged file.
   constexpr size_t kMaxFrames = 1 << 16;
-  std::vector<uint32_t> out;
+  out.clear();
   size_t hops = 0;  // rows with empty ips make no frames: count rows too
   for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
     auto it = nodes_.find(id);
+    if (it == nodes_.end() && !read) return false;
     if (it == nodes_.end() && packed_) {
       readPacked(id);
       it = nodes_.find(id);
@@ -479,7 +533,7 @@ std::vector<uint32_t> StackIps::of(int64_t stack_id) {
     id = n.parent == id ? 0 : n.parent;
   }
   if (out.size() > kMaxFrames) out.resize(kMaxFrames);
-  return out;
+  return true;
 }
 
 Statement::Statement(const Recording& rec, const char* sql) : rec_(rec) {
@@ -507,6 +561,7 @@ Statement& Statement::bindNull(int index) {
 }
 
 bool Statement::step() {
+  if (detail::cancelRequested()) throw Cancelled();
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;

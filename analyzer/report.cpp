@@ -1,5 +1,6 @@
 // The whole report, and every result as JSON (schemas/report.schema.json).
 #include "analyzer/analyzer.h"
+#include "analyzer/control.h"
 
 namespace memledger::analyzer {
 
@@ -33,21 +34,31 @@ constexpr size_t kPeakSitesMax = 1000;
 constexpr size_t kTemporariesMax = 100;
 
 Report report(const Recording& rec, const Filter& filter) {
+  // Each part is a stage of the progress a QueryControl sees (analyzer/control.h), weighted by
+  // what it roughly costs on a big recording (phases and suggestions scan every site's activity).
+  double done = 0;
+  auto stage = [&](double weight, auto&& part) {
+    detail::Stage s(done, done + weight);
+    done += weight;
+    part();
+  };
   Report r;
   r.recording = rec.info();
-  r.leaks = leaks(rec, filter);
   Filter tail = filter;
   if (!tail.top) tail.top = kPeakSitesMax;
-  r.peak = peak(rec, tail);
+  stage(0.10, [&] { r.leaks = leaks(rec, filter); });
+  stage(0.15, [&] { r.peak = peak(rec, tail); });
   if (!filter.top) tail.top = kTemporariesMax;
-  r.totals = totals(rec, filter);
-  r.processes = processes(rec);
-  if (filter.pid) std::erase_if(r.processes, [&](const Process& p) { return p.pid != *filter.pid; });
-  r.phases = phases(rec, filter);
-  r.fragmentation = fragmentation(rec, filter);
-  r.temporaries = temporaries(rec, tail);
-  r.patterns = patterns(rec, filter);
-  r.suggestions = suggestions(rec, filter);
+  stage(0.05, [&] { r.totals = totals(rec, filter); });
+  stage(0.02, [&] {
+    r.processes = processes(rec);
+    if (filter.pid) std::erase_if(r.processes, [&](const Process& p) { return p.pid != *filter.pid; });
+  });
+  stage(0.25, [&] { r.phases = phases(rec, filter); });
+  stage(0.05, [&] { r.fragmentation = fragmentation(rec, filter); });
+  stage(0.08, [&] { r.temporaries = temporaries(rec, tail); });
+  stage(0.12, [&] { r.patterns = patterns(rec, filter); });
+  stage(0.18, [&] { r.suggestions = suggestions(rec, filter); });
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -126,7 +127,7 @@ std::vector<TimelineRow> timelineRows(const Recording& rec, const std::string& i
 // version 1 rows are whole stacks). Nodes read once are kept (a stack_nodes row is decoded
 // whole), so stacks that share outer frames read each shared node once. A damaged chain (a
 // cycle, a missing parent, a cut stack_nodes row) ends the stack where it breaks. Throws
-// RecordingError on SQLite errors.
+// RecordingError on SQLite errors. Safe to use from several threads.
 class StackIps {
  public:
   StackIps(sqlite3* db, const RecordingInfo& info);
@@ -141,6 +142,10 @@ class StackIps {
     size_t off, count;
   };
   void readPacked(int64_t stack_id);  // schema 3: decodes the stack_nodes row holding stack_id
+  // Appends the ip ids of stack_id to `out`; reads missing nodes when `read` (the caller holds
+  // mutex_ exclusively), else returns false at the first one (shared is enough).
+  bool walk(int64_t stack_id, std::vector<uint32_t>& out, bool read);
+  std::shared_mutex mutex_;  // nodes_, arena_, stmt_
   bool packed_ = false;
   std::string path_;
   sqlite3_stmt* stmt_ = nullptr;

@@ -1,0 +1,51 @@
+// Real recordings for the analyzer's unit tests: a sample program (samples/) recorded by the real
+// CLI of a build. The unit tests do not depend on the CLI and the samples being built, so a test
+// that needs one skips with the reason when they are not there. MEMLEDGER_RECORD_BUILD names the
+// build whose CLI and samples to use (scripts/tsan.sh points its sanitizer build's tests at the
+// plain build); the default is this test binary's own build.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "analyzer_fixture.h"
+
+namespace memledger::testing {
+
+inline std::string recordBuild() {
+  const char* env = std::getenv("MEMLEDGER_RECORD_BUILD");
+  return env && *env ? env : MEMLEDGER_BINARY_DIR;
+}
+
+// Records build/samples/<sample> once per test process (plain SQLite, or zstd-compressed as
+// `record` leaves it by default); returns its path, or "" with `why` set when the CLI or the
+// sample is missing or recording failed.
+inline std::string sampleRecording(const std::string& sample, std::string* why, bool compressed = false) {
+  static std::map<std::string, std::string> done;
+  const std::string key = sample + (compressed ? ".zst" : "");
+  auto found = done.find(key);
+  if (found != done.end()) {
+    if (found->second.empty()) *why = "recording " + sample + " failed before";
+    return found->second;
+  }
+  std::string build = recordBuild();
+  std::string cli = build + "/bin/memledger", program = build + "/samples/" + sample;
+  std::string& path = done[key];
+  if (!std::filesystem::exists(cli) || !std::filesystem::exists(program)) {
+    *why = "needs " + cli + " and " + program + " (build the memledger and memledger_samples targets)";
+    return path;
+  }
+  std::string out = tempPath("sample-" + key + ".db");
+  std::string cmd = "'" + cli + "' record " + (compressed ? "" : "--no-compress ") + "-o '" + out + "' -- '" +
+                    program + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0 || !std::filesystem::exists(out)) {
+    *why = "`" + cmd + "` failed";
+    return path;
+  }
+  path = out;
+  return path;
+}
+
+}  // namespace memledger::testing
