@@ -1,0 +1,61 @@
+// Filters checked against the recording they are applied to: a filter that cannot select
+// anything is an error the user must see (exit 2), never an empty answer that reads as "no leaks".
+#include <algorithm>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/format.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+// The one list of kinds: the stored kind codes of schemas/memledger.sql (site_totals), in order.
+// When a kind registry (device kinds) arrives, this function is the one place to switch.
+const std::vector<std::string>& knownKinds() {
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> out;
+    for (uint64_t code = 0; *detail::siteKindName(code); ++code) out.emplace_back(detail::siteKindName(code));
+    return out;
+  }();
+  return kinds;
+}
+
+void validateFilter(const Recording& rec, const Filter& filter) {
+  const std::string& path = rec.info().path;
+  if (filter.kind) {
+    const auto& kinds = knownKinds();
+    if (std::find(kinds.begin(), kinds.end(), *filter.kind) == kinds.end()) {
+      std::string known;
+      for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+      throw FilterError("memledger: unknown kind '" + *filter.kind + "' (known: " + known + ")");
+    }
+  }
+  if (filter.pid) {
+    detail::Statement q(rec, "SELECT 1 FROM processes WHERE pid = ? LIMIT 1");
+    q.bind(1, *filter.pid);
+    if (!q.step()) throw FilterError("memledger: no process with pid " + std::to_string(*filter.pid) + " in '" + path + "'");
+  }
+  if (filter.t_from_ns || filter.t_to_ns) {
+    int64_t end = rec.info().duration_ns;
+    detail::Statement q(rec, "SELECT coalesce(max(end_ns), 0), coalesce(max(start_ns), 0) FROM processes");
+    if (q.step()) end = std::max({end, q.i64(0), q.i64(1)});
+    int64_t from = filter.t_from_ns.value_or(0), to = filter.t_to_ns.value_or(end);
+    // A range that starts after the run ended selects nothing the recording has.
+    if (from > end || to < 0 || from > to)
+      throw FilterError("memledger: time range " + formatDuration(from) + " to " +
+                        (filter.t_to_ns ? formatDuration(to) : std::string("the end")) +
+                        " is outside the recording '" + path + "' (0 to " + formatDuration(end) + ")");
+  }
+}
+
+std::vector<std::string> unfilteredNumbers(const Filter& filter) {
+  std::vector<std::string> out;
+  if (filter.kind)
+    out.push_back("the heap and mmap peaks, RSS, the phases' peaks and fragmentation: not by kind (each "
+                  "is over every kind of its space); the sites listed under them are");
+  if (filter.t_from_ns || filter.t_to_ns)
+    out.push_back("totals, temporaries, the peak and its sites, patterns and suggestions other than "
+                  "fix_leak: not by time (whole-run counters); leaks, phases and fragmentation are");
+  return out;
+}
+
+}  // namespace memledger::analyzer
