@@ -88,7 +88,8 @@ bool matches(PatternKind kind, const Site& s) {
 //   the small end, R < 1 (doubling: 2 max / (n max / 2) = 4 / n).
 // A constant step from a tiny start has a large factor over a short chain (16 -> 8208 by 1 KiB
 // in 8 steps: 2.2), which R tells apart (1.0). Geometric: g >= 1.1 and R < 0.95. With fewer
-// than 3 sizes at the site nothing can be told, and no advice is given.
+// than 3 sizes at the site, or a chain that made steps at other sites, nothing can be told, and
+// no advice is given.
 struct Growth {
   double factor = 1;
   double sum_vs_linear = 1;
@@ -103,7 +104,10 @@ constexpr double kConvexSumMax = 0.95;
 Growth growthOf(const Site& s) {
   Growth g;
   g.one_chain = s.alloc_count <= s.max_realloc_chain + 1;
-  g.known = s.alloc_count >= 3 && s.min_size > 0 && s.max_size > s.min_size;
+  // A chain longer than the site's own allocations made some of its steps at other sites (other
+  // callers of the same resize function): the sizes here are a sample of it, their spacing says
+  // nothing about how it grows.
+  g.known = s.alloc_count >= 3 && s.alloc_count >= s.max_realloc_chain && s.min_size > 0 && s.max_size > s.min_size;
   if (!g.known) return g;
   double lo = static_cast<double>(s.min_size), hi = static_cast<double>(s.max_size);
   double n = static_cast<double>(s.alloc_count);
