@@ -354,8 +354,10 @@ struct Report {
   Filter filter;  // what the report was asked for
 };
 
-// The sentences Report::unfiltered holds for `filter` (empty when it filters nothing).
-std::vector<std::string> unfilteredNumbers(const Filter& filter);
+// The sentences Report::unfiltered holds for `filter` (empty when it filters nothing): which
+// numbers of `view` ("report", or a focused view: leaks, peak, phases, fragmentation, suggest)
+// the filter does not apply to.
+std::vector<std::string> unfilteredNumbers(const Filter& filter, const std::string& view = "report");
 
 // ---------------------------------------------------------------------------------------------
 // Questions. All throw RecordingError(Corrupt) when a query fails on a damaged file.
@@ -397,9 +399,9 @@ nlohmann::json toJson(const Fragmentation& fragmentation);
 nlohmann::json toJson(const std::vector<Suggestion>& suggestions);
 nlohmann::json toJson(const RecordingInfo& info);
 nlohmann::json toJson(const Report& report);
-// The filter a report or view was asked for, with Report::unfiltered's sentences; null when it
+// The filter a report or view was asked for, with unfilteredNumbers(filter, view); null when it
 // filters nothing.
-nlohmann::json toJson(const Filter& filter);
+nlohmann::json toJson(const Filter& filter, const std::string& view = "report");
 // The text of a JSON document. Strings from a recording (paths, command lines, symbols) are not
 // always UTF-8: invalid bytes become U+FFFD instead of an exception (found by fuzzing).
 inline std::string jsonText(const nlohmann::json& j, int indent = -1) {

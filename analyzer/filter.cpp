@@ -47,14 +47,29 @@ void validateFilter(const Recording& rec, const Filter& filter) {
   }
 }
 
-std::vector<std::string> unfilteredNumbers(const Filter& filter) {
+std::vector<std::string> unfilteredNumbers(const Filter& filter, const std::string& view) {
+  const bool all = view == "report";
+  const bool byKind = filter.kind.has_value(), byTime = filter.t_from_ns || filter.t_to_ns;
   std::vector<std::string> out;
-  if (filter.kind)
+  // What each question ignores (sites.cpp, phases.cpp, fragmentation.cpp, suggestions.cpp):
+  // a peak is over every kind of its space, and whole-run counters have no time.
+  if (byKind && all)
     out.push_back("the heap and mmap peaks, RSS, the phases' peaks and fragmentation: not by kind (each "
                   "is over every kind of its space); the sites listed under them are");
-  if (filter.t_from_ns || filter.t_to_ns)
+  if (byKind && view == "peak")
+    out.push_back("the heap and mmap peaks and RSS: not by kind (each is over every kind of its space); the "
+                  "sites live at the peak are");
+  if (byKind && view == "phases")
+    out.push_back("the phases' peaks: not by kind (over every kind of the heap); their top sites are");
+  if (byKind && view == "fragmentation")
+    out.push_back("fragmentation: not by kind (the heap's resident memory holds every kind)");
+  if (byTime && all)
     out.push_back("totals, temporaries, the peak and its sites, patterns and suggestions other than "
                   "fix_leak: not by time (whole-run counters); leaks, phases and fragmentation are");
+  if (byTime && view == "peak")
+    out.push_back("the peak and its sites: not by time (the run's peak, wherever it falls)");
+  if (byTime && view == "suggest")
+    out.push_back("suggestions other than fix_leak: not by time (whole-run counters)");
   return out;
 }
 

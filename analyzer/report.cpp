@@ -203,9 +203,9 @@ json toJson(const Report& r) {
   return out;
 }
 
-json toJson(const Filter& f) {
+json toJson(const Filter& f, const std::string& view) {
   if (!f.pid && !f.kind && !f.t_from_ns && !f.t_to_ns && !f.by_process) return nullptr;
-  json out = {{"by_process", f.by_process}, {"unfiltered", unfilteredNumbers(f)}};
+  json out = {{"by_process", f.by_process}, {"unfiltered", unfilteredNumbers(f, view)}};
   if (f.pid) out["pid"] = *f.pid;
   if (f.kind) out["kind"] = *f.kind;
   if (f.t_from_ns) out["time_from_ns"] = *f.t_from_ns;

@@ -147,8 +147,8 @@ int cmdView(const char* view, int argc, char** argv) {
     an::validateFilter(rec, args.filter);
     args.text.complete = rec.info().complete;
     nlohmann::json j = {{"view", name}, {"recording", an::toJson(rec.info())}};
-    std::string text = "memledger " + name + ": " + textRecordingLine(rec.info()) + textFilter(args.filter) + "\n";
-    if (nlohmann::json f = an::toJson(args.filter); !f.is_null()) j["filter"] = f;
+    std::string text = "memledger " + name + ": " + textRecordingLine(rec.info()) + textFilter(args.filter, name) + "\n";
+    if (nlohmann::json f = an::toJson(args.filter, name); !f.is_null()) j["filter"] = f;
     if (name == "leaks") {
       an::Leaks l = an::leaks(rec, args.filter);
       j["leaks"] = an::toJson(l);

@@ -71,7 +71,7 @@ std::string pct(double v) { return fmt("%.0f%%", v * 100); }
 
 }  // namespace
 
-std::string textFilter(const an::Filter& f) {
+std::string textFilter(const an::Filter& f, const std::string& view) {
   std::string parts;
   auto add = [&](const std::string& p) { parts += (parts.empty() ? "" : ", ") + p; };
   if (f.pid) add(fmt("pid %lld", static_cast<long long>(*f.pid)));
@@ -82,7 +82,7 @@ std::string textFilter(const an::Filter& f) {
   if (f.by_process) add("sites per process");
   if (parts.empty()) return {};
   std::string out = "  filter: " + parts + "\n";
-  for (const auto& note : an::unfilteredNumbers(f)) out += "  unfiltered: " + note + "\n";
+  for (const auto& note : an::unfilteredNumbers(f, view)) out += "  unfiltered: " + note + "\n";
   return out;
 }
 

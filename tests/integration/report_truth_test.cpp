@@ -124,6 +124,11 @@ TEST(ReportTruth, FiltersThatSelectNothingTheRecordingHasAreExitTwoWithOneLine) 
   json j = reportJson(rec.db, {"--kind", "malloc"});
   EXPECT_EQ(j["filter"]["kind"], "malloc");
   EXPECT_EQ(j["filter"]["unfiltered"].size(), 1u);
+  // A view names only what it shows: every leak number is filtered, the peak's bytes are not.
+  EXPECT_TRUE(viewJson("leaks", rec.db, {"--kind", "malloc", "--time", "0:100"})["filter"]["unfiltered"].empty());
+  json peak = viewJson("peak", rec.db, {"--kind", "malloc"});
+  ASSERT_EQ(peak["filter"]["unfiltered"].size(), 1u);
+  EXPECT_NE(peak["filter"]["unfiltered"][0].get<std::string>().find("not by kind"), std::string::npos);
 }
 
 TEST(ReportTruth, GeometricGrowthGetsNoReserveCapacityButConstantStepsStillDo) {
