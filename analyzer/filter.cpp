@@ -34,7 +34,8 @@ void validateFilter(const Recording& rec, const Filter& filter) {
     q.bind(1, *filter.pid);
     if (!q.step()) throw FilterError("memledger: no process with pid " + std::to_string(*filter.pid) + " in '" + path + "'");
   }
-  if (filter.t_from_ns || filter.t_to_ns) {
+  // An incomplete recording (the recorder was killed) may not know where its run ended.
+  if ((filter.t_from_ns || filter.t_to_ns) && rec.info().complete) {
     int64_t end = rec.info().duration_ns;
     detail::Statement q(rec, "SELECT coalesce(max(end_ns), 0), coalesce(max(start_ns), 0) FROM processes");
     if (q.step()) end = std::max({end, q.i64(0), q.i64(1)});

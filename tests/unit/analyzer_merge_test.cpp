@@ -191,6 +191,13 @@ TEST(AnalyzerFilter, UnknownKindsPidsAndTimesAreErrors) {
   EXPECT_NE(r.unfiltered[0].find("not by kind"), std::string::npos);
   EXPECT_TRUE(report(rec).unfiltered.empty());
   EXPECT_FALSE(toJson(report(rec)).contains("filter"));
+
+  // A recorder that was killed may not know where the run ended: its times are not judged.
+  RecordingBuilder cut("filter-incomplete.db", /*complete=*/false);
+  cut.process({.id = 1, .pid = 4242, .end_ns = 1000000000});
+  auto partial = Recording::open(cut.finish());
+  EXPECT_NO_THROW(validateFilter(partial, {.t_from_ns = 5000000000}));
+  EXPECT_THROW(validateFilter(partial, {.pid = 1}), FilterError);
   EXPECT_EQ(toJson(r)["filter"]["kind"], "malloc");
 }
 
