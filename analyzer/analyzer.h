@@ -139,7 +139,25 @@ struct Filter {
   std::optional<std::string> kind = {};       // site kind: malloc | new | mmap | custom | ...
   std::optional<int64_t> t_from_ns = {}, t_to_ns = {};  // inclusive time range (allocation time)
   std::optional<size_t> top = {};             // keep the first N sites of each list
+  // false (default): a site is its code (the same module offsets per frame, analyzer/site_merge.cpp)
+  // across every process, with per-process amounts; true: one site per process image, as stored.
+  bool by_process = false;
 };
+
+// A Filter that cannot select anything a recording has: an unknown kind, a pid with no process,
+// a time range outside the run. what() is the whole one-line message to print (exit 2), e.g.
+//   "memledger: unknown kind 'foo' (known: malloc, new, mmap, custom)"
+//   "memledger: no process with pid 1 in 'run.db'"
+//   "memledger: time range 5 s to 9 s is outside the recording 'run.db' (0 to 1.20 s)"
+class FilterError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The site kinds a recording can hold, in their stored order (the one list every check uses).
+const std::vector<std::string>& knownKinds();
+// Throws FilterError when `filter` names a kind, pid or time range the recording cannot have.
+void validateFilter(const Recording& rec, const Filter& filter);
 
 // ---------------------------------------------------------------------------------------------
 // Results
@@ -199,15 +217,34 @@ struct Site {
   Stack stack;
 };
 
+// One process's part of a site merged across processes.
+struct ProcessAmount {
+  int64_t pid = 0;
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+
+// Who a leaked block belongs to: the program, or the C runtime / an allocator that keeps it
+// until exit by design (the classification `check`'s built-in suppressions use, suppressions.h).
+inline constexpr const char* kOriginProgram = "program";
+inline constexpr const char* kOriginRuntime = "runtime";
+inline constexpr const char* kOriginAllocator = "allocator-internal";
+
 // A site reduced to what one question needs: how many, how much, of what, where.
 struct SiteAmount {
-  int64_t stack_id = 0;
+  int64_t stack_id = 0;  // of the largest part when merged across processes
   std::string kind;
-  int64_t pid = 0;
-  int64_t image_id = 0;  // the process image (pid may have several: exec)
+  int64_t pid = 0;       // of the largest part when merged across processes
+  int64_t image_id = 0;  // the process image of `pid` (a pid may have several: exec)
   int64_t count = 0;
   int64_t bytes = 0;
   Stack stack;
+  // Per pid, bytes descending; empty when the list was not merged (then: one process, `pid`).
+  std::vector<ProcessAmount> processes;
+  // Leaks only: kOriginProgram, kOriginRuntime or kOriginAllocator, and why (the built-in
+  // suppression entry's reason) when it is not the program's.
+  std::string origin = kOriginProgram;
+  std::string origin_reason;
 };
 
 struct Leaks {
@@ -326,6 +363,8 @@ struct Suggestion {
   std::string message;   // names the function, e.g. "`grow_buffer` (growth.c:12) realloc'ed ..."
   Stack stack;           // empty for process-wide advice (allocator tuning)
   nlohmann::json evidence;  // object of numbers; a suggestion always has evidence
+  std::string confidence = "medium";  // high | medium | low: how well the evidence supports it
+  std::string confidence_reason;      // one sentence: why that confidence
 };
 
 // A space's or pool's live bytes in one bucket, summed over the processes alive then.
@@ -361,7 +400,16 @@ struct Report {
   // 100 largest temporaries sites (the long tails of a big program run to 10^5 sites).
   std::vector<Pattern> patterns;
   std::vector<Suggestion> suggestions;
+  // With a filter: which numbers shown are not filtered by which part of it, one sentence each
+  // ("the heap peak and RSS: not by kind or time (whole-run values)"). Empty without a filter.
+  std::vector<std::string> unfiltered;
+  Filter filter;  // what the report was asked for
 };
+
+// The sentences Report::unfiltered holds for `filter` (empty when it filters nothing): which
+// numbers of `view` ("report", or a focused view: leaks, peak, phases, fragmentation, suggest)
+// the filter does not apply to.
+std::vector<std::string> unfilteredNumbers(const Filter& filter, const std::string& view = "report");
 
 // ---------------------------------------------------------------------------------------------
 // Questions. All throw RecordingError(Corrupt) when a query fails on a damaged file.
@@ -421,6 +469,9 @@ nlohmann::json toJson(const Fragmentation& fragmentation);
 nlohmann::json toJson(const std::vector<Suggestion>& suggestions);
 nlohmann::json toJson(const RecordingInfo& info);
 nlohmann::json toJson(const Report& report);
+// The filter a report or view was asked for, with unfilteredNumbers(filter, view); null when it
+// filters nothing.
+nlohmann::json toJson(const Filter& filter, const std::string& view = "report");
 // The text of a JSON document. Strings from a recording (paths, command lines, symbols) are not
 // always UTF-8: invalid bytes become U+FFFD instead of an exception (found by fuzzing).
 inline std::string jsonText(const nlohmann::json& j, int indent = -1) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -181,6 +182,18 @@ std::vector<Range> automaticRanges(const std::vector<TimelinePoint>& tl, int64_t
   return out;
 }
 
+// One site per piece of code across processes (analyzer/site_merge.h); the cut is per stored
+// site, so a merged list can be shorter than `top`.
+std::vector<std::vector<SiteAmount>> mergedLists(const Recording& rec, const Filter& filter,
+                                                 std::vector<std::vector<SiteAmount>> lists) {
+  if (!detail::severalProcesses(rec, filter)) return lists;
+  for (auto& list : lists) {
+    list = detail::mergeAcrossProcesses(rec, std::move(list));
+    std::stable_sort(list.begin(), list.end(), [](const SiteAmount& a, const SiteAmount& b) { return a.bytes > b.bytes; });
+  }
+  return lists;
+}
+
 // Top sites of every phase by bytes allocated in it. One phase is the whole run: the exact
 // per-site totals of `sites` answer it. Several phases take one sequential pass over
 // `site_buckets` (`site_timeline` before schema 3: each bucket's sites; phases start at bucket
@@ -219,7 +232,7 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
     });
     for (size_t i = 0; i < siteList.size() && i < top; ++i)
       if (siteList[i].alloc_bytes > 0) emit(0, siteList[i], siteList[i].alloc_count, siteList[i].alloc_bytes);
-    return out;
+    return mergedLists(rec, filter, std::move(out));
   }
 
   // slot: index into siteList. A stack is one call path in one image, so it almost always has
@@ -313,7 +326,7 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
                       });
     for (size_t j = 0; j < n; ++j) emit(p, siteList[touched[j].first], touched[j].second.count, touched[j].second.bytes);
   }
-  return out;
+  return mergedLists(rec, filter, std::move(out));
 }
 
 }  // namespace

@@ -13,11 +13,20 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json siteJson(const SiteAmount& s) {
+  json procs = json::array();
+  if (s.processes.empty())
+    procs.push_back({{"pid", s.pid}, {"count", s.count}, {"bytes", s.bytes}});
+  for (const auto& p : s.processes) procs.push_back({{"pid", p.pid}, {"count", p.count}, {"bytes", p.bytes}});
+  json out = {{"count", s.count}, {"bytes", s.bytes}, {"kind", s.kind}, {"pid", s.pid},
+              {"process_count", procs.size()}, {"processes", procs},
+              {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}};
+  return out;
+}
+
 json amounts(const std::vector<SiteAmount>& sites) {
   json out = json::array();
-  for (const auto& s : sites)
-    out.push_back({{"count", s.count}, {"bytes", s.bytes}, {"kind", s.kind}, {"pid", s.pid},
-                   {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}});
+  for (const auto& s : sites) out.push_back(siteJson(s));
   return out;
 }
 
@@ -44,6 +53,7 @@ Report report(const Recording& rec, const Filter& filter) {
   };
   Report r;
   r.recording = rec.info();
+  validateFilter(rec, filter);
   Filter tail = filter;
   if (!tail.top) tail.top = kPeakSitesMax;
   stage(0.10, [&] { r.leaks = leaks(rec, filter); });
@@ -59,6 +69,8 @@ Report report(const Recording& rec, const Filter& filter) {
   stage(0.08, [&] { r.temporaries = temporaries(rec, tail); });
   stage(0.12, [&] { r.patterns = patterns(rec, filter); });
   stage(0.18, [&] { r.suggestions = suggestions(rec, filter); });
+  r.filter = filter;
+  r.unfiltered = unfilteredNumbers(filter);
   return r;
 }
 
@@ -74,7 +86,14 @@ json toJson(const Stack& stack) {
 }
 
 json toJson(const Leaks& l) {
-  return {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", amounts(l.sites)}};
+  json sites = json::array();
+  for (const auto& s : l.sites) {
+    json j = siteJson(s);
+    j["origin"] = s.origin;
+    if (!s.origin_reason.empty()) j["origin_reason"] = s.origin_reason;
+    sites.push_back(std::move(j));
+  }
+  return {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites}};
 }
 
 json toJson(const Peak& p) {
@@ -158,6 +177,8 @@ json toJson(const std::vector<Suggestion>& ss) {
   for (const auto& s : ss)
     out.push_back({{"kind", s.kind},
                    {"severity", s.severity},
+                   {"confidence", s.confidence},
+                   {"confidence_reason", s.confidence_reason},
                    {"message", s.message},
                    {"stack", toJson(s.stack)},
                    {"evidence", s.evidence}});
@@ -181,16 +202,14 @@ json toJson(const RecordingInfo& i) {
 
 json toJson(const Report& r) {
   json temps = json::array();
-  for (const auto& s : r.temporaries)
-    temps.push_back({{"count", s.count}, {"bytes", s.bytes}, {"kind", s.kind}, {"pid", s.pid},
-                     {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}});
+  for (const auto& s : r.temporaries) temps.push_back(siteJson(s));
   json pats = json::array();
   for (const auto& p : r.patterns)
     pats.push_back({{"kind", patternName(p.kind)},
                     {"site", {{"kind", p.site.kind}, {"pid", p.site.pid}, {"stack_id", p.site.stack_id},
                               {"stack", toJson(p.site.stack)}}},
                     {"evidence", p.evidence}});
-  return {{"recording", toJson(r.recording)},
+  json out = {{"recording", toJson(r.recording)},
           {"leaks", toJson(r.leaks)},
           {"peak", toJson(r.peak)},
           {"totals", toJson(r.totals)},
@@ -200,6 +219,18 @@ json toJson(const Report& r) {
           {"temporaries", temps},
           {"patterns", pats},
           {"suggestions", toJson(r.suggestions)}};
+  if (json f = toJson(r.filter); !f.is_null()) out["filter"] = f;
+  return out;
+}
+
+json toJson(const Filter& f, const std::string& view) {
+  if (!f.pid && !f.kind && !f.t_from_ns && !f.t_to_ns && !f.by_process) return nullptr;
+  json out = {{"by_process", f.by_process}, {"unfiltered", unfilteredNumbers(f, view)}};
+  if (f.pid) out["pid"] = *f.pid;
+  if (f.kind) out["kind"] = *f.kind;
+  if (f.t_from_ns) out["time_from_ns"] = *f.t_from_ns;
+  if (f.t_to_ns) out["time_to_ns"] = *f.t_to_ns;
+  return out;
 }
 
 }  // namespace memledger::analyzer

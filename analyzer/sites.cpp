@@ -5,6 +5,7 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
+#include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -213,9 +214,12 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     out.count += s.count;
     out.bytes += s.bytes;
   }
+  // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h).
+  if (detail::severalProcesses(rec, filter)) out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
   out.site_count = out.sites.size();
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
+  detail::classifyOrigins(out.sites);
   return out;
 }
 
@@ -308,6 +312,9 @@ Peak peak(const Recording& rec, const Filter& filter) {
   }
 
   out.sites = detail::heapPeakSites(rec, filter, simultaneous, *image);
+  // Live at once in several processes: the same code is one site (analyzer/site_merge.h).
+  if (simultaneous && detail::severalProcesses(rec, filter))
+    out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
   return out;
@@ -335,14 +342,17 @@ Totals totals(const Recording& rec, const Filter& filter) {
 }
 
 std::vector<SiteAmount> temporaries(const Recording& rec, const Filter& filter) {
+  // Merging across processes needs every row before the cut.
+  const bool merge = detail::severalProcesses(rec, filter);
   std::string sql = "SELECT stack_id, kind, image_id, temp_count, temp_bytes FROM sites "
                     "WHERE temp_count > 0" +
                     detail::imageCondition(rec, filter, "image_id") +
-                    (filter.kind ? " AND kind = ?" : "") + orderAndLimit("temp", filter);
+                    (filter.kind ? " AND kind = ?" : "") + (merge ? std::string() : orderAndLimit("temp", filter));
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
   std::vector<SiteAmount> out;
   while (q.step()) out.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+  if (merge) out = detail::mergeAcrossProcesses(rec, std::move(out));
   sortAndCut(out, filter);
   attachStacks(rec, out);
   return out;

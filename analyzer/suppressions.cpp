@@ -7,22 +7,46 @@ namespace memledger::analyzer {
 
 namespace {
 
-// Why each entry is here: every one is an allocation glibc, the loader or libstdc++ make once and
-// keep until the process dies by design (only valgrind's __libc_freeres hook releases them).
-// None of them is a frame every stack has (no `main`, no `__libc_start_main`).
+// Why each entry is here: every one is an allocation glibc, the loader, libstdc++ or a language
+// runtime's own allocator makes and keeps until the process dies by design (only valgrind's
+// __libc_freeres hook releases glibc's). None of them is a frame every stack has (no `main`, no
+// `__libc_start_main`). A comment "# runtime: WHY" or "# allocator-internal: WHY" opens a group:
+// `report` labels a leak matching one of the group's entries with that origin and WHY instead of
+// telling the user to fix it (runtimeClass()). Entries are only ever appended to a group or the
+// list, so "built-in:LINE" origins stay stable.
 constexpr const char* kDefaults =
-    "# stdio: the first read/write of a FILE allocates its buffer; glibc never frees it.\n"
+    "# runtime: stdio allocates a FILE's buffer on its first read/write; glibc never frees it.\n"
     "leak:_IO_file_doallocate\n"
-    "# Allocations made while the dynamic loader runs: library constructors before main\n"
-    "# (libstdc++'s exception emergency pool, ~72 KiB) and dlopen's bookkeeping. Note: this also\n"
-    "# hides leaks in shared libraries' own constructors; --no-default-suppressions shows them.\n"
+    "# runtime: allocated while the dynamic loader ran (library constructors before main, dlopen).\n"
+    "# Library constructors before main (libstdc++'s exception emergency pool, ~72 KiB) and dlopen's\n"
+    "# bookkeeping. Note: this also hides leaks in shared libraries' own constructors;\n"
+    "# --no-default-suppressions shows them.\n"
     "leak:/ld-linux-*.so.\n"
     "leak:^_dl_\n"
-    "# glibc's dynamic TLS blocks (sourceware bug 12650); LeakSanitizer's default list has it too.\n"
+    "# runtime: glibc's dynamic TLS blocks, kept for the thread's life (sourceware bug 12650).\n"
     "leak:*tls_get_addr*\n"
-    "# glibc caches the stacks (mmap) and TLS of finished threads for reuse and never unmaps them.\n"
+    "# runtime: glibc caches finished threads' stacks (mmap) and TLS for reuse, never unmapped.\n"
     "leak:^pthread_create\n"
-    "leak:*pthread_exit*\n";
+    "leak:*pthread_exit*\n"
+    "# allocator-internal: Python's object allocator (obmalloc) keeps its arenas until exit.\n"
+    "leak:^_PyObject_ArenaMmap$\n"
+    "leak:^_PyObject_ArenaMalloc$\n"
+    "leak:^_PyMem_ArenaAlloc$\n"
+    "leak:^new_arena$\n"
+    "leak:^arena_map_get$\n"
+    "# allocator-internal: Perl's SV and body arenas are carved out of big blocks kept until exit.\n"
+    "leak:^Perl_more_bodies$\n"
+    "leak:^Perl_more_sv$\n"
+    "leak:^S_more_sv$\n"
+    "# allocator-internal: GCC's garbage-collected heap pages and obstack chunks live until exit.\n"
+    "leak:^ggc_internal_alloc\n"
+    "leak:^ggc_internal_cleared_alloc\n"
+    "leak:^_obstack_newchunk$\n"
+    "leak:^_obstack_begin$\n"
+    "# runtime: glibc's locale data, loaded by setlocale, stays loaded until exit.\n"
+    "leak:^_nl_intern_locale_data$\n"
+    "leak:^_nl_load_locale_from_archive$\n"
+    "leak:^_nl_find_locale$\n";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -118,5 +142,49 @@ Suppression* SuppressionList::match(const Stack& stack) {
 }
 
 const char* defaultSuppressionsText() { return kDefaults; }
+
+namespace {
+
+struct ClassifiedEntry {
+  std::string pattern;
+  RuntimeClass cls;
+};
+
+// The built-in list with each entry's group (the "# runtime:" / "# allocator-internal:" comment
+// above it), parsed once.
+const std::vector<ClassifiedEntry>& classifiedDefaults() {
+  static const std::vector<ClassifiedEntry> entries = [] {
+    std::vector<ClassifiedEntry> out;
+    RuntimeClass group{kOriginRuntime, {}, {}};
+    std::string_view text = kDefaults;
+    while (!text.empty()) {
+      size_t nl = text.find('\n');
+      std::string_view line = trim(text.substr(0, nl));
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+      for (const char* origin : {kOriginRuntime, kOriginAllocator}) {
+        std::string tag = std::string("# ") + origin + ": ";
+        if (line.starts_with(tag)) group = RuntimeClass{origin, std::string(line.substr(tag.size())), {}};
+      }
+      if (line.starts_with("leak:")) {
+        RuntimeClass c = group;
+        c.pattern = std::string(trim(line.substr(5)));
+        out.push_back({c.pattern, c});
+      }
+    }
+    return out;
+  }();
+  return entries;
+}
+
+}  // namespace
+
+std::optional<RuntimeClass> runtimeClass(const Stack& stack) {
+  for (const ClassifiedEntry& e : classifiedDefaults())
+    for (const Frame& f : stack)
+      if ((f.function && templateMatch(e.pattern, *f.function)) || (f.file && templateMatch(e.pattern, *f.file)) ||
+          (f.module && templateMatch(e.pattern, *f.module)))
+        return e.cls;
+  return std::nullopt;
+}
 
 }  // namespace memledger::analyzer

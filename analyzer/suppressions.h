@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,17 @@ class SuppressionList {
 
 // LSan's template match: `*` wildcards, optional ^/$ anchors, unanchored = substring.
 bool templateMatch(std::string_view pattern, std::string_view text);
+
+// Whose a block is when a built-in entry matches its stack: origin kOriginRuntime or
+// kOriginAllocator (analyzer.h), the reason its group gives, and the entry's pattern.
+struct RuntimeClass {
+  std::string origin;
+  std::string reason;
+  std::string pattern;
+};
+// The built-in entry (in list order) matching any frame of `stack`, classified; nullopt: the
+// program's own code. `report` and `check` read the same list (defaultSuppressionsText()).
+std::optional<RuntimeClass> runtimeClass(const Stack& stack);
 
 // The text of the built-in list, in suppression-file syntax (printed by `check --help`).
 const char* defaultSuppressionsText();

@@ -40,14 +40,28 @@ std::string stackText(const an::Stack& stack, const TextOptions& opt, const char
   return out;
 }
 
+// "pid 123", or "3 processes: pid 123 100 B, pid 124 100 B, +1 more" for a merged site.
+std::string processText(const an::SiteAmount& s) {
+  if (s.processes.size() <= 1) return fmt("pid %lld", static_cast<long long>(s.pid));
+  std::string out = fmt("%zu processes: ", s.processes.size());
+  constexpr size_t kShown = 3;
+  for (size_t i = 0; i < s.processes.size() && i < kShown; ++i)
+    out += fmt("%spid %lld %s", i ? ", " : "", static_cast<long long>(s.processes[i].pid),
+               formatBytes(s.processes[i].bytes).c_str());
+  if (s.processes.size() > kShown) out += fmt(", +%zu more", s.processes.size() - kShown);
+  return out;
+}
+
 std::string siteList(const std::vector<an::SiteAmount>& sites, const TextOptions& opt, const char* what) {
   std::string out;
   size_t n = std::min(sites.size(), opt.top);
   for (size_t i = 0; i < n; ++i) {
     const auto& s = sites[i];
-    out += fmt("  #%-3zu %10s in %s %s  (%s, pid %lld)\n", i + 1, formatBytes(s.bytes).c_str(),
+    out += fmt("  #%-3zu %10s in %s %s  (%s, %s)\n", i + 1, formatBytes(s.bytes).c_str(),
                formatCount(s.count).c_str(), s.count == 1 ? "block" : "blocks", s.kind.c_str(),
-               static_cast<long long>(s.pid));
+               processText(s).c_str());
+    if (s.origin != an::kOriginProgram)
+      out += "         [" + s.origin + "] " + s.origin_reason + " Not the program's to free.\n";
     out += stackText(s.stack, opt, "         ");
   }
   if (sites.size() > n) out += fmt("  ... %zu more %s (--top N to see more)\n", sites.size() - n, what);
@@ -57,6 +71,21 @@ std::string siteList(const std::vector<an::SiteAmount>& sites, const TextOptions
 std::string pct(double v) { return fmt("%.0f%%", v * 100); }
 
 }  // namespace
+
+std::string textFilter(const an::Filter& f, const std::string& view) {
+  std::string parts;
+  auto add = [&](const std::string& p) { parts += (parts.empty() ? "" : ", ") + p; };
+  if (f.pid) add(fmt("pid %lld", static_cast<long long>(*f.pid)));
+  if (f.kind) add("kind " + *f.kind);
+  if (f.t_from_ns || f.t_to_ns)
+    add("allocated " + formatDuration(f.t_from_ns.value_or(0)) + " to " +
+        (f.t_to_ns ? formatDuration(*f.t_to_ns) : std::string("the end")));
+  if (f.by_process) add("sites per process");
+  if (parts.empty()) return {};
+  std::string out = "  filter: " + parts + "\n";
+  for (const auto& note : an::unfilteredNumbers(f, view)) out += "  unfiltered: " + note + "\n";
+  return out;
+}
 
 std::string textRecordingLine(const an::RecordingInfo& info) {
   std::string out = printable(info.path) + ": ";
@@ -243,6 +272,7 @@ std::string textSuggestions(const std::vector<an::Suggestion>& ss, const TextOpt
   for (size_t i = 0; i < n; ++i) {
     const auto& s = ss[i];
     out += fmt("  [%s] %s: ", s.severity.c_str(), s.kind.c_str()) + s.message + "\n";
+    out += "         confidence " + s.confidence + ": " + s.confidence_reason + "\n";
     if (!s.stack.empty()) out += stackText(s.stack, short_, "         ");
   }
   if (ss.size() > n) out += fmt("  ... %zu more (--top N to see more)\n", ss.size() - n);
@@ -250,7 +280,7 @@ std::string textSuggestions(const std::vector<an::Suggestion>& ss, const TextOpt
 }
 
 std::string textReport(const an::Report& r, const TextOptions& opt) {
-  std::string out = "memledger report: " + textRecordingLine(r.recording) + "\n";
+  std::string out = "memledger report: " + textRecordingLine(r.recording) + textFilter(r.filter) + "\n";
   out += textSummary(r) + "\n";
   out += textLeaks(r.leaks, opt) + "\n";
   out += textPeak(r.peak, opt) + "\n";

@@ -15,6 +15,9 @@ struct TextOptions {
   bool complete = true;  // false: the recorder did not finish, so "no leak site" proves nothing
 };
 
+// "  filter: pid 12, kind malloc" and one "  unfiltered: ..." line per number of `view` (report,
+// leaks, peak, ...) the filter does not apply to; empty without a filter.
+std::string textFilter(const analyzer::Filter& filter, const std::string& view = "report");
 std::string textRecordingLine(const analyzer::RecordingInfo& info);  // "run.db: ./prog, 1.20 s, complete"
 std::string textSummary(const analyzer::Report& report);
 std::string textLeaks(const analyzer::Leaks& leaks, const TextOptions& opt);

@@ -21,12 +21,14 @@ constexpr const char* kValidate =
     "for e in errors[:5]: print('/'.join(map(str, e.absolute_path)) + ': ' + e.message[:300])\n"
     "sys.exit(1 if errors else 0)\n";
 
-void expectValid(const std::string& sampleName) {
+void expectValid(const std::string& sampleName, const std::vector<std::string>& extra = {}) {
   const std::string schema = sourceDir() + "/schemas/report.schema.json";
   if (!std::filesystem::exists(schema)) GTEST_SKIP() << "no " << schema;
   if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
   const Recorded& rec = recordOnce(sample(sampleName));
-  RunResult rep = run({memledgerBinary(), "report", rec.db, "--json"});
+  std::vector<std::string> argv = {memledgerBinary(), "report", rec.db, "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  RunResult rep = run(argv);
   ASSERT_EQ(rep.status, 0) << rep.err;
   RunOptions options;
   options.stdinData = rep.out;
@@ -42,3 +44,5 @@ TEST(ReportSchema, ProcessTree) { expectValid("fork_tree"); }
 TEST(ReportSchema, CrashedProcess) { expectValid("segv_leak"); }
 TEST(ReportSchema, MarkedPhasesAndPeak) { expectValid("demo_leaky_peaky"); }
 TEST(ReportSchema, SuggestionsAndTemporaries) { expectValid("realloc_growth"); }
+TEST(ReportSchema, SitesMergedAcrossProcesses) { expectValid("fork_loop"); }
+TEST(ReportSchema, FilteredPerProcess) { expectValid("fork_loop", {"--by-process", "--kind", "malloc", "--time", "0:10"}); }
