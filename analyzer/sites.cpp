@@ -35,9 +35,19 @@ std::optional<int64_t> peakImage(const Recording& rec, const Filter& filter) {
   return std::nullopt;
 }
 
+// The C runtime's entry frames name no code of the program's: a stripped program's stacks have
+// no other symbol, and "__libc_start_call_main" was then taken for the site.
+bool isRuntimeEntry(const std::string& f) {
+  static const char* const entries[] = {"__libc_start_call_main", "__libc_start_main", "__libc_start_main_impl",
+                                        "_start", "start_thread", "clone", "clone3", "__clone"};
+  for (const char* e : entries)
+    if (f == e) return true;
+  return false;
+}
+
 const Frame* namedFrame(const Stack& stack) {
   for (const Frame& f : stack)
-    if (f.function) return &f;
+    if (f.function && !isRuntimeEntry(*f.function)) return &f;
   return nullptr;
 }
 

@@ -26,10 +26,12 @@ static void child_two(void) { hold(2 * MiB); }
 static void child_three(void) { hold(3 * MiB); }
 static void child_four(void) { hold(4 * MiB); }
 
-/* Forks a child that runs f, says so on `ready`, and exits once `go` reaches EOF. */
-static pid_t holder(void (*f)(void), int ready, int go) {
+/* Forks a child that runs f, says so on `ready`, and exits once `go` reaches EOF (the parent
+ * closes its write end `go_out`, which the child must not hold open itself). */
+static pid_t holder(void (*f)(void), int ready, int go, int go_out) {
   pid_t pid = fork();
   if (pid == 0) {
+    close(go_out);
     f();
     char c = 'r';
     if (write(ready, &c, 1) != 1) _exit(2);
@@ -45,9 +47,9 @@ int main(void) {
   int ready[2], go[2];
   if (pipe(ready) || pipe(go)) return 1;
   char c;
-  pid_t a = holder(child_two, ready[1], go[0]);
+  pid_t a = holder(child_two, ready[1], go[0], go[1]);
   if (read(ready[0], &c, 1) != 1) return 1;
-  pid_t b = holder(child_three, ready[1], go[0]);
+  pid_t b = holder(child_three, ready[1], go[0], go[1]);
   if (read(ready[0], &c, 1) != 1) return 1;
   close(go[1]);  /* both exit now */
   int ok = 1, st;

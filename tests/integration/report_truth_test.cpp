@@ -99,8 +99,8 @@ TEST(ReportTruth, FiltersThatSelectNothingTheRecordingHasAreExitTwoWithOneLine) 
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--kind", "foo"}, "memledger: unknown kind 'foo' (known: malloc, new, mmap, custom)\n"},
-      {{"--kind", "MALLOC"}, "memledger: unknown kind 'MALLOC' (known: malloc, new, mmap, custom)\n"},
+      {{"--kind", "foo"}, "memledger: unknown kind 'foo' (known: malloc, new, mmap, custom, device, pinned, managed, pool, vmm, torch_block, pyobject)\n"},
+      {{"--kind", "MALLOC"}, "memledger: unknown kind 'MALLOC' (known: malloc, new, mmap, custom, device, pinned, managed, pool, vmm, torch_block, pyobject)\n"},
       {{"--pid", "1"}, "memledger: no process with pid 1 in '" + rec.db + "'\n"},
       {{"--time", "500:900"}, "is outside the recording '" + rec.db + "' (0 to "},
   };
