@@ -452,6 +452,10 @@ std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t>
 
 // "function (file:line)", "?? (module)" and so on: one frame as one line.
 std::string frameText(const Frame& frame);
+// The frame a one-line list names a site by: its innermost frame with a symbol that is not the C
+// runtime's entry (__libc_start_call_main, _start, ...), or, in a stripped program, the
+// innermost frame as "?? (module)".
+std::string siteText(const Stack& stack);
 // A stable key for matching the same stack across two recordings (function/file/line, not ids).
 std::string stackKey(const Stack& stack);
 const char* patternName(PatternKind kind);  // realloc_growth | same_size_churn | many_same_size_live

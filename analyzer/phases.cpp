@@ -374,9 +374,18 @@ std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
     }
   }
 
-  // The exact peak instant of the peak image refines a phase's bucket-resolution peak time.
+  // The exact peak instant refines a phase's bucket-resolution peak time, and bounds it: over
+  // several processes a bucket's sum of each one's highest value can exceed what was live at
+  // any one instant. The recording's simultaneous peak where the file has it (and no pid was
+  // asked for), else the peak image's own.
   int64_t exactPeak = -1, exactPeakNs = 0;
-  if (auto pi = detail::peakImage(rec, filter)) {
+  if (!filter.pid && detail::hasSimultaneousPeaks(rec)) {
+    for (const SpacePeak& sp : spacePeaks(rec))
+      if (sp.image_id == 0 && sp.name == "heap") {
+        exactPeak = sp.bytes;
+        exactPeakNs = sp.time_ns;
+      }
+  } else if (auto pi = detail::peakImage(rec, filter)) {
     detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns FROM processes WHERE id = ?");
     q.bind(1, *pi);
     if (q.step()) {
@@ -385,6 +394,7 @@ std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
     }
   }
 
+  const bool heapCountsOnly = rec.info().schema_version >= 5;
   std::vector<Phase> out;
   std::vector<std::vector<SiteAmount>> topSites =
       phaseTopSites(rec, ranges, filter, filter.top.value_or(5));
@@ -413,13 +423,18 @@ std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
         seenPeak = true;
       }
       ph.allocated_bytes += p.alloc_bytes;
-      int64_t grown = (p.heap_bytes - prevHeap) + (p.mmap_bytes - prevMmap);
+      // Version 5 counts only the heap's allocations in the curve; older files every kind's.
+      int64_t grown = (p.heap_bytes - prevHeap) + (heapCountsOnly ? 0 : p.mmap_bytes - prevMmap);
       ph.freed_bytes += std::max<int64_t>(0, p.alloc_bytes - grown);
       prevHeap = p.heap_bytes;
       prevMmap = p.mmap_bytes;
     }
     // A phase with no bucket of its own holds what the previous one left.
     if (!seenPeak) ph.peak_bytes = prevHeap;
+    if (exactPeak >= 0 && ph.peak_bytes >= exactPeak) {
+      ph.peak_bytes = exactPeak;
+      if (exactPeakNs >= ph.start_ns && exactPeakNs < ph.end_ns) ph.peak_time_ns = exactPeakNs;
+    }
     if (ph.peak_bytes == exactPeak && exactPeakNs >= ph.peak_time_ns &&
         exactPeakNs < ph.peak_time_ns + bucket)
       ph.peak_time_ns = exactPeakNs;

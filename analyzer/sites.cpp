@@ -53,6 +53,11 @@ const Frame* namedFrame(const Stack& stack) {
 
 }  // namespace detail
 
+std::string siteText(const Stack& stack) {
+  if (const Frame* f = detail::namedFrame(stack)) return frameText(*f);
+  return stack.empty() ? "(no stack)" : frameText(stack.front());
+}
+
 namespace {
 
 void sortAndCut(std::vector<SiteAmount>& v, const Filter& filter) {

@@ -204,14 +204,7 @@ std::string textPhases(const std::vector<an::Phase>& phs, const TextOptions& opt
     size_t n = std::min<size_t>(p.top_sites.size(), std::min<size_t>(opt.top, 3));
     for (size_t i = 0; i < n; ++i) {
       const auto& s = p.top_sites[i];
-      const an::Frame* f = nullptr;
-      for (const auto& fr : s.stack)
-        if (fr.function) {
-          f = &fr;
-          break;
-        }
-      out += fmt("      %10s  %s\n", formatBytes(s.bytes).c_str(),
-                 f ? an::frameText(*f).c_str() : (s.stack.empty() ? "(no stack)" : an::frameText(s.stack[0]).c_str()));
+      out += fmt("      %10s  %s\n", formatBytes(s.bytes).c_str(), an::siteText(s.stack).c_str());
     }
   }
   return out;
