@@ -38,9 +38,15 @@ enum class Shape : uint8_t { Block, Range, PoolBlock };
   X(TorchBlock, 9, "torch_block", Device, PoolBlock)  /* a caching-allocator block in a segment */ \
   X(PyObject, 10, "pyobject", HostHeap, PoolBlock)    /* an object inside a pymalloc arena */
 
+// Kinds a build adds without editing the list above (tests/kind_extension builds the recorder and
+// the analyzer with one more, to show that nothing else needs an edit).
+#ifndef MEMLEDGER_EXTRA_KINDS
+#define MEMLEDGER_EXTRA_KINDS(X)
+#endif
+
 enum class Kind : uint8_t {
 #define MEMLEDGER_KIND_ENUM(e, code, name, space, shape) e = code,
-  MEMLEDGER_KINDS(MEMLEDGER_KIND_ENUM)
+  MEMLEDGER_KINDS(MEMLEDGER_KIND_ENUM) MEMLEDGER_EXTRA_KINDS(MEMLEDGER_KIND_ENUM)
 #undef MEMLEDGER_KIND_ENUM
 };
 
@@ -54,7 +60,7 @@ struct KindInfo {
 
 inline constexpr KindInfo kKinds[] = {
 #define MEMLEDGER_KIND_INFO(e, code, name, space, shape) {Kind::e, code, name, Space::space, Shape::shape},
-    MEMLEDGER_KINDS(MEMLEDGER_KIND_INFO)
+    MEMLEDGER_KINDS(MEMLEDGER_KIND_INFO) MEMLEDGER_EXTRA_KINDS(MEMLEDGER_KIND_INFO)
 #undef MEMLEDGER_KIND_INFO
 };
 inline constexpr size_t kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
