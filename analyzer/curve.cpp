@@ -77,23 +77,40 @@ Curve downsample(const Series& series, int64_t from, int64_t to, size_t max_poin
 
 namespace {
 
-std::optional<ExactPeak> heapPeak(const Recording& rec, std::optional<int64_t> image_id) {
-  detail::Statement q(rec, image_id ? "SELECT peak_heap_ns, peak_heap_bytes FROM processes WHERE id = ?"
-                                    : "SELECT peak_heap_ns, peak_heap_bytes FROM processes "
-                                      "WHERE (SELECT count(*) FROM processes) = 1");
-  if (image_id) q.bind(1, *image_id);
+// A space's exact peak: of one image, or (nullopt) the recording's simultaneous one over the
+// processes alive at once (`spaces` image 0, version 5); older files know it only for a
+// recording of one process.
+std::optional<ExactPeak> spacePeak(const Recording& rec, const std::string& name, std::optional<int64_t> image_id) {
+  std::optional<ExactPeak> out;
+  for (const SpacePeak& s : spacePeaks(rec))
+    if (s.name == name && s.image_id == image_id.value_or(0) && s.bytes > 0) out = ExactPeak{s.time_ns, s.bytes};
+  if (out || image_id || name != "heap") return out;
+  detail::Statement q(rec, "SELECT peak_heap_ns, peak_heap_bytes FROM processes WHERE (SELECT count(*) FROM processes) = 1");
   if (!q.step() || q.i64(1) <= 0) return std::nullopt;
   return ExactPeak{q.i64(0), q.i64(1)};
 }
 
 }  // namespace
 
-Series heapSeries(const Recording& rec, std::optional<int64_t> image_id) {
+Series heapSeries(const Recording& rec, std::optional<int64_t> image_id) { return spaceSeries(rec, "heap", image_id); }
+
+Series spaceSeries(const Recording& rec, const std::string& name, std::optional<int64_t> image_id) {
   Series out;
   std::vector<TimelinePoint> tl = timeline(rec, image_id);
   out.points.reserve(tl.size());
-  for (const TimelinePoint& t : tl) out.points.push_back({t.t_ns, t.heap_bytes, t.heap_max, t.heap_min});
-  out.exact_peak = heapPeak(rec, image_id);
+  for (const TimelinePoint& t : tl) {
+    if (name == "heap") {
+      out.points.push_back({t.t_ns, t.heap_bytes, t.heap_max, t.heap_min});
+    } else if (name == "mmap") {
+      out.points.push_back({t.t_ns, t.mmap_bytes, t.mmap_bytes, t.mmap_bytes});
+    } else {
+      SeriesPoint p{t.t_ns, 0, 0, 0};
+      for (const SpaceValue& v : t.spaces)
+        if (v.name == name) p = {t.t_ns, v.bytes, v.max, v.min};
+      out.points.push_back(p);
+    }
+  }
+  out.exact_peak = spacePeak(rec, name, image_id);
   return out;
 }
 

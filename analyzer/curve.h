@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "analyzer/analyzer.h"
@@ -72,9 +73,13 @@ struct Series {
 Curve downsample(const Series& series, int64_t from, int64_t to, size_t max_points);
 
 // The heap series of one image (or of all images summed, as timeline() sums them), with the
-// exact heap peak of that image; with nullopt, of the only image when there is one (a sum of
-// several images has no recorded exact peak: its points' max is the sum of the bucket maxima).
+// exact heap peak of that image; with nullopt, the simultaneous peak over live processes
+// (version 5; older files: of the only image when there is one).
 Series heapSeries(const Recording& rec, std::optional<int64_t> image_id);
+// Any account's series by its `spaces` name (heap, mmap, device:0, pinned, managed, pool:NAME,
+// custom), summed over the processes alive then, or of one image; the exact peak is the
+// recording's simultaneous one (version 5) or the image's.
+Series spaceSeries(const Recording& rec, const std::string& name, std::optional<int64_t> image_id);
 
 // The heap curve of a request: downsample(heapSeries(...)). Throws RecordingError like the other
 // questions.

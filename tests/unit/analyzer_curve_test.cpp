@@ -159,3 +159,28 @@ TEST(AnalyzerCurve, ThreePhasesKeepsItsExactPeak) {
     EXPECT_EQ(again.points[i].last, zoom.points[i].last);
   }
 }
+
+TEST(AnalyzerCurve, EverySpaceHasItsOwnSeriesAndExactPeak) {
+  // samples/collector_events.c: device:0 reaches 7 MiB (1 + 2 + 4), device:1 8 MiB, pinned 256 KiB.
+  std::string why;
+  std::string path = memledger::testing::sampleRecording("collector_events", &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  Recording rec = Recording::open(path);
+  struct Expect {
+    const char* name;
+    int64_t peak;
+  };
+  for (Expect e : {Expect{"device:0", 7 << 20}, Expect{"device:1", 8 << 20}, Expect{"pinned", 256 << 10}}) {
+    Series s = spaceSeries(rec, e.name, std::nullopt);
+    ASSERT_TRUE(s.exact_peak) << e.name;
+    EXPECT_EQ(s.exact_peak->bytes, e.peak) << e.name;
+    int64_t highest = 0;
+    for (const SeriesPoint& p : s.points) highest = std::max(highest, p.max);
+    EXPECT_EQ(highest, e.peak) << e.name;  // the curve's bucket maxima reach it
+    Curve c = downsample(s, 0, INT64_MAX, 10);
+    EXPECT_EQ(c.peak_bytes, e.peak) << e.name;
+  }
+  // The heap's own series never sees device memory.
+  Series heap = spaceSeries(rec, "heap", std::nullopt);
+  for (const SeriesPoint& p : heap.points) EXPECT_LT(p.max, 1 << 20);
+}

@@ -53,11 +53,9 @@ struct SiteSpec {
   int64_t stack = 0;
   const char* kind = "malloc";
   int64_t image = 1;
-  int64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, freed_bytes = 0;
-  int64_t leak_count = 0, leak_bytes = 0, peak_count = 0, peak_bytes = 0;
-  int64_t temp_count = 0, temp_bytes = 0, realloc_count = 0;
-  int64_t max_live_count = 0, max_live_bytes = 0, min_size = 0, max_size = 0;
-  int64_t same_size_count = 0, lifetime_ns_sum = 0, max_realloc_chain = 0;
+#define MEMLEDGER_SPEC_FIELD(name) int64_t name = 0;
+  MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SPEC_FIELD)  // schemas/site_counters.h
+#undef MEMLEDGER_SPEC_FIELD
 };
 
 struct ProcessSpec {
@@ -371,10 +369,9 @@ class RecordingBuilder {
   // Version 4: a site_totals row of this one site (its stack id absolute, see the schema);
   // versions 1-3: a `sites` row.
   void insertSiteRow(const SiteSpec& s) {
-    const int64_t counters[] = {s.alloc_count, s.alloc_bytes, s.free_count, s.freed_bytes, s.leak_count,
-                                s.leak_bytes, s.peak_count, s.peak_bytes, s.temp_count, s.temp_bytes,
-                                s.realloc_count, s.max_live_count, s.max_live_bytes, s.min_size,
-                                s.max_size, s.same_size_count, s.lifetime_ns_sum, s.max_realloc_chain};
+#define MEMLEDGER_SPEC_VALUE(name) s.name,
+    const int64_t counters[] = {MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SPEC_VALUE)};
+#undef MEMLEDGER_SPEC_VALUE
     if (version_ >= 4) {
       const std::string k = s.kind;
       std::string hex;
