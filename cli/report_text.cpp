@@ -155,11 +155,11 @@ std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
 std::string textPeak(const an::Peak& p, const TextOptions& opt) {
   std::string out = "Peak (" + peakScope(p) + ")\n";
   for (const auto& s : p.spaces)
-    out += fmt("  %-9s %12s at %s\n", s.name.c_str(), formatBytes(s.bytes).c_str(), formatDuration(s.time_ns).c_str());
+    out += fmt("  %-14s %12s at %s\n", s.name.c_str(), formatBytes(s.bytes).c_str(), formatDuration(s.time_ns).c_str());
   for (const auto& s : p.pools)
-    out += fmt("  %-9s %12s in use at its peak (%s), %s reserved, pid %lld\n", s.name.c_str(),
+    out += fmt("  %-14s %12s in use at its peak (%s), %s, pid %lld\n", s.name.c_str(),
                formatBytes(s.bytes).c_str(), formatDuration(s.time_ns).c_str(),
-               s.reserved_bytes ? formatBytes(s.reserved_bytes).c_str() : "size not told",
+               s.reserved_bytes ? (formatBytes(s.reserved_bytes) + " reserved").c_str() : "reserved size not told",
                static_cast<long long>(s.pid));
   if (p.rss_bytes > 0) out += fmt("  RSS   %12s\n", formatBytes(p.rss_bytes).c_str());
   out += "  " + p.gap_explanation + "\n";

@@ -228,6 +228,7 @@ class ImageRecorder final : public RecordSink {
   }
   void onPoolCreate(const Decoded& r);
   void onPoolDestroy(const Decoded& r);
+  void closeAccounts();  // at close(): spaces rows, the simultaneous totals (image_recorder_accounts.cpp)
   void resetBucketAccounts();
   void onStack(const Decoded& r);
   // knownOuter > 0: the path of the outermost knownOuter frames is in the tree already, and
