@@ -285,7 +285,12 @@ struct Peak {
 
 // Every kind but pool blocks (custom, torch_block, pyobject: in use inside memory counted
 // already, see Peak::pools), unless a kind filter asks for one.
+struct KindTotal {
+  std::string kind;
+  int64_t allocations = 0, bytes = 0;
+};
 struct Totals {
+  std::vector<KindTotal> by_kind;  // what the sums below add up, bytes descending
   int64_t allocations = 0;
   int64_t frees = 0;
   int64_t allocated_bytes = 0;

@@ -90,7 +90,8 @@ std::vector<TimelinePoint> curve(const Recording& rec, const std::string& imageC
     p.frees += r.frees;
     p.alloc_bytes += r.alloc_bytes;
     for (const detail::AccountValue& a : r.accounts) l.accounts[a.account] = a.live;
-    for (auto& [account, live] : l.accounts) {
+    for (auto& [acc, live] : l.accounts) {
+      const int64_t account = acc;  // a lambda may not capture a structured binding (clang 14)
       auto changed = std::find_if(r.accounts.begin(), r.accounts.end(),
                                   [&](const detail::AccountValue& a) { return a.account == account; });
       if (changed != r.accounts.end()) addSpace(p, image, account, live, changed->max, changed->min);

@@ -111,7 +111,10 @@ json toJson(const Peak& p) {
 }
 
 json toJson(const Totals& t) {
-  return {{"allocations", t.allocations},
+  json byKind = json::object();
+  for (const KindTotal& k : t.by_kind) byKind[k.kind] = {{"allocations", k.allocations}, {"bytes", k.bytes}};
+  return {{"by_kind", byKind},
+          {"allocations", t.allocations},
           {"frees", t.frees},
           {"allocated_bytes", t.allocated_bytes},
           {"freed_bytes", t.freed_bytes},

@@ -338,21 +338,25 @@ Peak peak(const Recording& rec, const Filter& filter) {
 Totals totals(const Recording& rec, const Filter& filter) {
   Totals t;
   std::string sql =
-      "SELECT coalesce(sum(alloc_count),0), coalesce(sum(free_count),0), coalesce(sum(alloc_bytes),0), "
+      "SELECT kind, coalesce(sum(alloc_count),0), coalesce(sum(free_count),0), coalesce(sum(alloc_bytes),0), "
       "coalesce(sum(freed_bytes),0), coalesce(sum(temp_count),0), coalesce(sum(temp_bytes),0) "
       "FROM sites WHERE 1" + detail::imageCondition(rec, filter, "image_id") +
       // Pool blocks are in use inside memory already counted: not allocated twice.
-      (filter.kind ? " AND kind = ?" : " AND kind NOT IN " + detail::poolKindsSql());
+      (filter.kind ? " AND kind = ?" : " AND kind NOT IN " + detail::poolKindsSql()) + " GROUP BY kind";
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
-  if (q.step()) {
-    t.allocations = q.i64(0);
-    t.frees = q.i64(1);
-    t.allocated_bytes = q.i64(2);
-    t.freed_bytes = q.i64(3);
-    t.temporary_count = q.i64(4);
-    t.temporary_bytes = q.i64(5);
+  while (q.step()) {
+    KindTotal k{q.text(0), q.i64(1), q.i64(3)};
+    if (k.allocations > 0) t.by_kind.push_back(k);
+    t.allocations += q.i64(1);
+    t.frees += q.i64(2);
+    t.allocated_bytes += q.i64(3);
+    t.freed_bytes += q.i64(4);
+    t.temporary_count += q.i64(5);
+    t.temporary_bytes += q.i64(6);
   }
+  std::sort(t.by_kind.begin(), t.by_kind.end(),
+            [](const KindTotal& a, const KindTotal& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind; });
   return t;
 }
 

@@ -125,8 +125,12 @@ std::string textSummary(const an::Report& r) {
                formatBytes(r.peak.rss_bytes).c_str(), static_cast<long long>(r.peak.rss_pid),
                formatBytes(r.peak.gap_bytes < 0 ? -r.peak.gap_bytes : r.peak.gap_bytes).c_str(),
                r.peak.gap_bytes < 0 ? " less" : " more");
-  out += fmt("  allocations    %s (%s freed), %s allocated\n", formatCount(r.totals.allocations).c_str(),
-             formatCount(r.totals.frees).c_str(), formatBytes(r.totals.allocated_bytes).c_str());
+  std::string kinds;  // what the sum adds up: "malloc 44.8 MiB, mmap 25.0 MiB"
+  for (const auto& k : r.totals.by_kind)
+    kinds += (kinds.empty() ? "" : ", ") + k.kind + " " + formatBytes(k.bytes);
+  out += fmt("  allocations    %s (%s freed), %s allocated%s\n", formatCount(r.totals.allocations).c_str(),
+             formatCount(r.totals.frees).c_str(), formatBytes(r.totals.allocated_bytes).c_str(),
+             r.totals.by_kind.size() > 1 ? (": " + kinds).c_str() : "");
   out += fmt("  temporaries    %s (%s)\n", formatCount(r.totals.temporary_count).c_str(),
              formatBytes(r.totals.temporary_bytes).c_str());
   out += fmt("  processes      %zu    phases %zu", r.processes.size(), r.phases.size());
