@@ -7,6 +7,7 @@
 #include "analyzer/format.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
+#include "schemas/kinds.h"
 
 namespace memledger::analyzer {
 
@@ -61,13 +62,19 @@ std::string siteText(const Stack& stack) {
 namespace {
 
 void sortAndCut(std::vector<SiteAmount>& v, const Filter& filter) {
-  std::sort(v.begin(), v.end(), [](const SiteAmount& a, const SiteAmount& b) {
+  auto order = [](const SiteAmount& a, const SiteAmount& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.count != b.count) return a.count > b.count;
     if (a.stack_id != b.stack_id) return a.stack_id < b.stack_id;
     return a.kind < b.kind;
-  });
-  if (filter.top && v.size() > *filter.top) v.resize(*filter.top);
+  };
+  // Only the first `top` are kept: ordering the long tail too was half of `suggest` on torch_mlp.
+  if (filter.top && v.size() > *filter.top) {
+    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(*filter.top), v.end(), order);
+    v.resize(*filter.top);
+  } else {
+    std::sort(v.begin(), v.end(), order);
+  }
 }
 
 SiteAmount amount(const Recording& rec, int64_t stackId, std::string kind, int64_t imageId,
@@ -136,12 +143,17 @@ namespace detail {
 std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image) {
   std::vector<SiteAmount> out;
   if (simultaneous) {
-    Statement q(rec, "SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'");
-    while (q.step()) {
-      const char* kind = siteKindName(static_cast<uint64_t>(q.i64(1)));
-      if (filter.kind && *filter.kind != kind) continue;
-      out.push_back(amount(rec, q.i64(0), kind, q.i64(2), q.i64(3), q.i64(4)));
-    }
+    // Sites of several processes are merged before the cut (peak()): then every row is needed.
+    const kinds::KindInfo* k = filter.kind ? kinds::byName(*filter.kind) : nullptr;
+    std::string sql = std::string("SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'") +
+                      (filter.kind ? " AND kind = ?" : "") +
+                      (filter.top && !severalProcesses(rec, filter)
+                           ? " ORDER BY bytes DESC, count DESC, stack_id LIMIT " + std::to_string(*filter.top)
+                           : std::string());
+    Statement q(rec, sql.c_str());
+    if (filter.kind) q.bind(1, k ? int64_t{k->code} : int64_t{-1});
+    while (q.step())
+      out.push_back(amount(rec, q.i64(0), siteKindName(static_cast<uint64_t>(q.i64(1))), q.i64(2), q.i64(3), q.i64(4)));
     return out;
   }
   std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "
@@ -337,17 +349,23 @@ Peak peak(const Recording& rec, const Filter& filter) {
 
 Totals totals(const Recording& rec, const Filter& filter) {
   Totals t;
+  // Summed here per kind rather than by a GROUP BY: that sorted torch_mlp's 609k sites and was
+  // half of its report's time.
   std::string sql =
-      "SELECT kind, coalesce(sum(alloc_count),0), coalesce(sum(free_count),0), coalesce(sum(alloc_bytes),0), "
-      "coalesce(sum(freed_bytes),0), coalesce(sum(temp_count),0), coalesce(sum(temp_bytes),0) "
-      "FROM sites WHERE 1" + detail::imageCondition(rec, filter, "image_id") +
-      // Pool blocks are in use inside memory already counted: not allocated twice.
-      (filter.kind ? " AND kind = ?" : " AND kind NOT IN " + detail::poolKindsSql()) + " GROUP BY kind";
+      "SELECT kind, alloc_count, free_count, alloc_bytes, freed_bytes, temp_count, temp_bytes FROM sites WHERE 1" +
+      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "");
   detail::Statement q(rec, sql.c_str());
   if (filter.kind) q.bind(1, *filter.kind);
+  std::map<std::string, KindTotal> byKind;
+  std::string kind;
   while (q.step()) {
-    KindTotal k{q.text(0), q.i64(1), q.i64(3)};
-    if (k.allocations > 0) t.by_kind.push_back(k);
+    kind = q.text(0);
+    // Pool blocks are in use inside memory already counted: not allocated twice (unless asked for).
+    const kinds::KindInfo* k = kinds::byName(kind);
+    if (!filter.kind && k && k->shape == kinds::Shape::PoolBlock) continue;
+    KindTotal& kt = byKind.try_emplace(kind, KindTotal{kind, 0, 0}).first->second;
+    kt.allocations += q.i64(1);
+    kt.bytes += q.i64(3);
     t.allocations += q.i64(1);
     t.frees += q.i64(2);
     t.allocated_bytes += q.i64(3);
@@ -355,6 +373,8 @@ Totals totals(const Recording& rec, const Filter& filter) {
     t.temporary_count += q.i64(5);
     t.temporary_bytes += q.i64(6);
   }
+  for (auto& [name, kt] : byKind)
+    if (kt.allocations > 0) t.by_kind.push_back(kt);
   std::sort(t.by_kind.begin(), t.by_kind.end(),
             [](const KindTotal& a, const KindTotal& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.kind < b.kind; });
   return t;
