@@ -66,10 +66,8 @@ PeakOfKind peakOf(const Recording& rec, const std::vector<Process>& procs, PeakK
     int64_t v = kind == PeakKind::Heap ? p.peak_heap_bytes : kind == PeakKind::Mmap ? p.peak_mmap_bytes : p.peak_rss;
     if (v > best.bytes) best = {v, p.image_id};
   }
-  if (kind != PeakKind::Rss && detail::hasSimultaneousPeaks(rec)) {
-    for (const SpacePeak& s : spacePeaks(rec))
-      if (s.image_id == 0 && s.name == (kind == PeakKind::Heap ? "heap" : "mmap")) best.bytes = s.bytes;
-  }
+  if (kind != PeakKind::Rss)
+    if (auto s = detail::simultaneousPeak(rec, kind == PeakKind::Heap ? "heap" : "mmap")) best.bytes = s->bytes;
   return best;
 }
 

@@ -380,12 +380,11 @@ std::vector<Phase> phases(const Recording& rec, const Filter& filter) {
   // any one instant. The recording's simultaneous peak where the file has it (and no pid was
   // asked for), else the peak image's own.
   int64_t exactPeak = -1, exactPeakNs = 0;
-  if (!filter.pid && detail::hasSimultaneousPeaks(rec)) {
-    for (const SpacePeak& sp : spacePeaks(rec))
-      if (sp.image_id == 0 && sp.name == "heap") {
-        exactPeak = sp.bytes;
-        exactPeakNs = sp.time_ns;
-      }
+  std::optional<SpacePeak> simultaneous;
+  if (!filter.pid) simultaneous = detail::simultaneousPeak(rec, "heap");
+  if (simultaneous) {
+    exactPeak = simultaneous->bytes;
+    exactPeakNs = simultaneous->time_ns;
   } else if (auto pi = detail::peakImage(rec, filter)) {
     detail::Statement q(rec, "SELECT peak_heap_bytes, peak_heap_ns FROM processes WHERE id = ?");
     q.bind(1, *pi);

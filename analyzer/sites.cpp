@@ -166,11 +166,7 @@ std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter
   return out;
 }
 
-bool hasSimultaneousPeaks(const Recording& rec) {
-  if (rec.info().schema_version < 5) return false;
-  Statement q(rec, "SELECT count(*) FROM spaces WHERE image_id = 0 AND name = 'heap'");
-  return q.step() && q.i64(0) > 0;
-}
+bool hasSimultaneousPeaks(const Recording& rec) { return simultaneousPeak(rec, "heap").has_value(); }
 
 std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const char* where) {
 #define MEMLEDGER_COUNTER_COLUMN(name) ", " #name

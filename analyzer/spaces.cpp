@@ -54,6 +54,21 @@ std::vector<SpacePeak> spacePeaks(const Recording& rec) {
   return out;
 }
 
+namespace detail {
+std::optional<SpacePeak> simultaneousPeak(const Recording& rec, const std::string& name) {
+  if (rec.info().schema_version < 5) return std::nullopt;
+  Statement q(rec, "SELECT peak_bytes, peak_ns, end_bytes FROM spaces WHERE image_id = 0 AND name = ?");
+  q.bind(1, name);
+  if (!q.step()) return std::nullopt;
+  SpacePeak s;
+  s.name = s.space = name;
+  s.bytes = q.i64(0);
+  s.time_ns = q.i64(1);
+  s.end_bytes = q.i64(2);
+  return s;
+}
+}  // namespace detail
+
 nlohmann::json toJson(const SpacePeak& s) {
   nlohmann::json j = {{"name", s.name}, {"space", s.space}, {"pool", s.pool}, {"kind", s.kind},
                       {"bytes", s.bytes}, {"time_ns", s.time_ns}, {"end_bytes", s.end_bytes}};

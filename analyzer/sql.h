@@ -42,7 +42,9 @@ struct SiteActivity {
 // The heap's live set at its peak, without stacks (analyzer/sites.cpp): the recording's
 // simultaneous one (version 5, peak_sites) or `image`'s own; only heap kinds.
 std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image);
-// Whether the file has the simultaneous peaks over live processes (version 5 `spaces` image 0).
+// A space's simultaneous peak over the processes alive at once (version 5 `spaces`, image 0),
+// nullopt in older files; hasSimultaneousPeaks: whether the file has the heap's.
+std::optional<SpacePeak> simultaneousPeak(const Recording& rec, const std::string& name);
 bool hasSimultaneousPeaks(const Recording& rec);
 // The SQL list of the kinds that count in the host heap as blocks: "('malloc', 'new')".
 inline std::string heapKindsSql() {
@@ -50,13 +52,6 @@ inline std::string heapKindsSql() {
   for (const kinds::KindInfo& k : kinds::kKinds)
     if (k.space == kinds::Space::HostHeap && k.shape == kinds::Shape::Block)
       out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
-  return out + ")";
-}
-// The SQL list of the kinds whose blocks sit inside memory counted already (pools): "('custom', ...)".
-inline std::string poolKindsSql() {
-  std::string out;
-  for (const kinds::KindInfo& k : kinds::kKinds)
-    if (k.shape == kinds::Shape::PoolBlock) out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
   return out + ")";
 }
 // A kind code's name (schemas/kinds.h); "" for a code this analyzer does not know.
