@@ -75,7 +75,7 @@ Curve downsample(const Series& series, int64_t from, int64_t to, size_t max_poin
   return downsample(series.points, from, to, max_points, series.exact_peak);
 }
 
-namespace {
+namespace detail {
 
 // A space's exact peak: of one image, or (nullopt) the recording's simultaneous one over the
 // processes alive at once (`spaces` image 0, version 5); older files know it only for a
@@ -90,7 +90,7 @@ std::optional<ExactPeak> spacePeak(const Recording& rec, const std::string& name
   return ExactPeak{q.i64(0), q.i64(1)};
 }
 
-}  // namespace
+}  // namespace detail
 
 Series heapSeries(const Recording& rec, std::optional<int64_t> image_id) { return spaceSeries(rec, "heap", image_id); }
 
@@ -110,7 +110,7 @@ Series spaceSeries(const Recording& rec, const std::string& name, std::optional<
       out.points.push_back(p);
     }
   }
-  out.exact_peak = spacePeak(rec, name, image_id);
+  out.exact_peak = detail::spacePeak(rec, name, image_id);
   return out;
 }
 

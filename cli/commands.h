@@ -16,6 +16,7 @@ int cmdCheck(int argc, char** argv);
 int cmdDiff(int argc, char** argv);
 int cmdExport(int argc, char** argv);
 int cmdMark(int argc, char** argv);
+int cmdGui(int argc, char** argv);  // execs memledger-gui (cli/gui_cmd.cpp)
 
 // The directory holding the running executable (resolved /proc/self/exe), for finding the
 // preload library at bin/../lib or bin/../lib/memledger.

@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "  diff A B [--json]                                per-site differences of two recordings\n"
     "  export FILE --format folded|chrome-trace|pprof|json [-o OUT [--force]]\n"
     "  mark NAME                                        set a phase marker (from inside a traced program)\n"
+    "  gui [FILE]                                       open the GUI (memledger-gui FILE --help for its options)\n"
     "  --version                                        print memledger's version\n"
     "\n"
     "COMMAND --help describes a command's options.\n"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   if (cmd == "diff") return cmdDiff(subArgc, subArgv);
   if (cmd == "export") return cmdExport(subArgc, subArgv);
   if (cmd == "mark") return cmdMark(subArgc, subArgv);
+  if (cmd == "gui") return cmdGui(subArgc, subArgv);
   std::fprintf(stderr, "memledger: unknown command '%s'\n%s", argv[1], kUsage);
   return 2;
 }

@@ -1,0 +1,91 @@
+// Call trees of a recording's sites for the GUI's tree views and flame graph: top-down (outermost
+// frame at the root, as `memledger export --format folded` writes stacks) and bottom-up (the
+// allocating frame at the root), and a per-function caller/callee table. Frames are merged by
+// symbol (function name, or "?? (module)" without one), as heaptrack and hotspot merge them.
+//
+// A time range [from, to] re-reads only the per-site activity (`site_buckets`) and the leaked
+// blocks' rows, never the whole file: allocated bytes/counts are those made in the range, leaks
+// those made in it and never freed. Peak and temporary amounts have no time (whole-run values).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/analyzer.h"
+
+namespace memledger::analyzer {
+
+// The amounts every tree node carries. peak: live at the peak of the site's account in its
+// process (Site::peak_bytes); temporary: blocks freed before their thread allocated again.
+struct TreeCost {
+  int64_t peak = 0, leaked = 0, allocated = 0, count = 0, temporary = 0;
+  TreeCost& operator+=(const TreeCost& o) {
+    peak += o.peak;
+    leaked += o.leaked;
+    allocated += o.allocated;
+    count += o.count;
+    temporary += o.temporary;
+    return *this;
+  }
+};
+
+enum class TreeMetric { Peak, Leaked, Allocated, Count, Temporary };
+int64_t costOf(const TreeCost& cost, TreeMetric metric);
+const char* treeMetricName(TreeMetric metric);  // peak | leaked | allocated | count | temporary
+std::optional<TreeMetric> parseTreeMetric(const std::string& name);
+
+struct CallNode {
+  std::string symbol;          // function, or "?? (module)" / "??"
+  const Frame* frame = nullptr;  // the first frame seen for it (file/line/module), owned by the recording
+  TreeCost self;               // sites whose stack ends here (top-down) / starts here (bottom-up)
+  TreeCost total;              // self plus every child
+  int32_t parent = -1;
+  std::vector<int32_t> children;  // total.allocated descending, then symbol
+};
+
+enum class TreeDirection { TopDown, BottomUp };
+
+// Node 0 is the root ("all sites"); every other node has a parent.
+struct CallTree {
+  TreeDirection direction = TreeDirection::TopDown;
+  std::vector<CallNode> nodes;
+  std::optional<int64_t> t_from_ns, t_to_ns;  // the range its allocated/leaked amounts cover
+};
+
+// One site's amounts, with its stack id (frames via Recording::stackFrames).
+struct SiteCost {
+  int64_t stack_id = 0;
+  int64_t image_id = 0;
+  std::string kind;
+  TreeCost cost;
+};
+
+// Every site's amounts; with a range, allocated/count/leaked are those of allocations made in
+// [from, to] (see the header comment). Sites with nothing in any amount are left out.
+std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_from_ns = {},
+                                std::optional<int64_t> t_to_ns = {});
+std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_from_ns,
+                                std::optional<int64_t> t_to_ns, QueryControl& control);
+
+// The tree of `costs`; frames come from `rec` (which must outlive the tree).
+CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction);
+
+// One row per symbol: self (the symbol allocated), inclusive (the symbol was on the stack,
+// counted once per stack however often it recurs), and who called it / whom it called, with the
+// inclusive cost passed along each edge.
+struct SymbolCost {
+  std::string symbol;
+  const Frame* frame = nullptr;
+  TreeCost self, inclusive;
+  std::map<std::string, TreeCost> callers, callees;
+};
+std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs);  // inclusive.allocated desc
+
+// Collapsed stacks of a tree, outermost first for top-down ("main;f;g 42"), one line per node
+// with a self cost > 0 in `metric`, sorted: what tests compare and `export --format folded` means.
+std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric);
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,127 @@
+#include "gui/call_tree_view.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QDesktopServices>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QMenu>
+#include <QProcess>
+#include <QSettings>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "analyzer/format.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+bool openInEditor(const an::Frame* frame, QWidget*) {
+  if (!frame || !frame->file) return false;
+  QString file = QString::fromStdString(*frame->file);
+  QString line = QString::number(frame->line.value_or(1));
+  QString command = QSettings().value("editor").toString();
+  if (command.isEmpty()) {
+    QString editor = qEnvironmentVariable("EDITOR");
+    if (editor.isEmpty()) return QDesktopServices::openUrl(QUrl::fromLocalFile(file));
+    command = editor + " +%l %f";
+  }
+  QStringList args = QProcess::splitCommand(command);
+  if (args.isEmpty()) return false;
+  for (QString& a : args) a.replace("%f", file).replace("%l", line);
+  QString program = args.takeFirst();
+  return QProcess::startDetached(program, args);
+}
+
+QString rangeNote(const RangeData* range) {
+  if (!range || !range->ranged()) return {};
+  return QObject::tr("Selection %1 to %2: allocated, allocations and leaked are of blocks made in it; peak and "
+                     "temporary are whole-run values.")
+      .arg(QString::fromStdString(an::formatDuration(range->from_ns.value_or(0))),
+           range->to_ns ? QString::fromStdString(an::formatDuration(*range->to_ns)) : QObject::tr("the end"));
+}
+
+CallTreeView::CallTreeView(an::TreeDirection direction, QWidget* parent)
+    : QWidget(parent),
+      model_(new CallTreeModel(direction, this)),
+      proxy_(new CostFilterProxy(this)),
+      view_(new QTreeView(this)),
+      function_(new QLineEdit(this)),
+      file_(new QLineEdit(this)),
+      module_(new QLineEdit(this)),
+      note_(new QLabel(this)) {
+  setObjectName(direction == an::TreeDirection::TopDown ? "top-down" : "bottom-up");
+  proxy_->setSourceModel(model_);
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(kAllocatedColumn, Qt::DescendingOrder);
+  view_->setUniformRowHeights(true);
+  view_->setAlternatingRowColors(true);
+  view_->setContextMenuPolicy(Qt::CustomContextMenu);
+  view_->header()->setSectionResizeMode(kSymbolColumn, QHeaderView::Interactive);
+  view_->header()->resizeSection(kSymbolColumn, 420);
+  function_->setPlaceholderText(tr("Filter function"));
+  file_->setPlaceholderText(tr("Filter file"));
+  module_->setPlaceholderText(tr("Filter module"));
+  for (QLineEdit* e : {function_, file_, module_}) {
+    e->setClearButtonEnabled(true);
+    connect(e, &QLineEdit::textChanged, this, [this] { proxy_->setFilters(function_->text(), file_->text(), module_->text()); });
+  }
+  auto* filters = new QHBoxLayout;
+  filters->addWidget(function_);
+  filters->addWidget(file_);
+  filters->addWidget(module_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->addLayout(filters);
+  note_->setWordWrap(true);
+  note_->hide();
+  layout->addWidget(note_);
+  layout->addWidget(view_);
+  connect(view_, &QWidget::customContextMenuRequested, this, &CallTreeView::contextMenu);
+  connect(view_, &QTreeView::activated, this, [this](const QModelIndex& idx) {
+    openInEditor(reinterpret_cast<const an::Frame*>(idx.data(kFrameRole).value<quintptr>()), this);
+  });
+}
+
+void CallTreeView::setRange(std::shared_ptr<const RangeData> range) {
+  QString note = rangeNote(range.get());
+  note_->setText(note);
+  note_->setVisible(!note.isEmpty());
+  model_->setRange(std::move(range));
+  proxy_->sort(view_->header()->sortIndicatorSection(), view_->header()->sortIndicatorOrder());
+  // The heaviest path open, as heaptrack does.
+  QModelIndex idx = proxy_->index(0, 0);
+  for (int depth = 0; idx.isValid() && depth < 64; ++depth) {
+    view_->expand(idx);
+    idx = proxy_->index(0, 0, idx);
+  }
+}
+
+void CallTreeView::setFilters(const QString& function, const QString& file, const QString& module) {
+  function_->setText(function);
+  file_->setText(file);
+  module_->setText(module);
+}
+
+QString CallTreeView::selectedStack() const {
+  QModelIndex idx = view_->currentIndex();
+  return idx.isValid() ? model_->stackText(proxy_->mapToSource(idx)) : QString();
+}
+
+void CallTreeView::contextMenu(const QPoint& pos) {
+  QModelIndex idx = view_->indexAt(pos);
+  if (!idx.isValid()) return;
+  QMenu menu(this);
+  QString stack = model_->stackText(proxy_->mapToSource(idx));
+  auto* frame = reinterpret_cast<const an::Frame*>(idx.data(kFrameRole).value<quintptr>());
+  menu.addAction(tr("Copy stack"), [stack] { QApplication::clipboard()->setText(stack); });
+  QAction* open = menu.addAction(tr("Open in editor"), [this, frame] { openInEditor(frame, this); });
+  open->setEnabled(frame && frame->file);
+  QString symbol = idx.siblingAtColumn(kSymbolColumn).data().toString();
+  menu.addAction(tr("Filter on this function"), [this, symbol] { function_->setText(symbol); });
+  menu.exec(view_->viewport()->mapToGlobal(pos));
+}
+
+}  // namespace memledger::gui

@@ -1,0 +1,84 @@
+// One open recording and the answers the views show, computed on worker threads.
+//
+// The GUI thread never runs a query: open() and setRange() start a job on the global thread pool
+// (QtConcurrent) that asks the analyzer and hands plain value structs back with a queued call.
+// A newer request cancels the older one through its QueryControl (analyzer/analyzer.h), and a
+// result that arrives after a newer request is dropped. Views only read what is published here.
+#pragma once
+
+#include <QFuture>
+#include <QObject>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/call_tree.h"
+#include "analyzer/series_set.h"
+
+namespace memledger::gui {
+
+// What the Summary and the Timeline need: read first, so they show before the trees are built.
+struct RecordingData {
+  std::shared_ptr<analyzer::Recording> rec;  // shared with the jobs that still read it
+  analyzer::Report report;
+  std::vector<analyzer::NamedSeries> series;
+  std::vector<analyzer::Marker> markers;
+  int64_t end_ns = 0;  // the time axis' end: the run's duration or the last bucket
+};
+
+// The per-site answers of one time range (the whole run when from/to are empty).
+struct RangeData {
+  std::optional<int64_t> from_ns, to_ns;
+  std::vector<analyzer::SiteCost> costs;
+  analyzer::CallTree top_down, bottom_up;
+  std::vector<analyzer::SymbolCost> symbols;
+  analyzer::Leaks leaks;
+  bool ranged() const { return from_ns || to_ns; }
+};
+
+class Document : public QObject {
+  Q_OBJECT
+ public:
+  explicit Document(QObject* parent = nullptr);
+  ~Document() override;  // cancels and waits for running jobs
+
+  void open(const QString& path);
+  // Filters the per-site views to allocations made in [from, to]; nullopt/nullopt: the whole run.
+  void setRange(std::optional<int64_t> from_ns, std::optional<int64_t> to_ns);
+  void cancel();
+
+  QString path() const { return path_; }
+  std::shared_ptr<const RecordingData> data() const { return data_; }
+  std::shared_ptr<const RangeData> range() const { return range_; }
+  bool busy() const { return busy_; }
+  QString error() const { return error_; }
+  // Seconds the last open took to the Summary+Timeline, and the last range/tree job took.
+  double openSeconds() const { return openSeconds_; }
+  double rangeSeconds() const { return rangeSeconds_; }
+
+ signals:
+  void progress(const QString& stage, double fraction);
+  void opened();        // data() is the new recording's (Summary, Timeline)
+  void rangeChanged();  // range() holds the trees and leaks of the current range
+  void failed(const QString& message);  // a one-line message; data() is unchanged
+  void busyChanged(bool busy);
+
+ private:
+  void startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from, std::optional<int64_t> to,
+                  bool afterOpen);
+  void setBusy(bool busy);
+  void waitAll();
+
+  QString path_, error_;
+  std::shared_ptr<const RecordingData> data_;
+  std::shared_ptr<const RangeData> range_;
+  std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job
+  uint64_t generation_ = 0;
+  bool busy_ = false;
+  double openSeconds_ = 0, rangeSeconds_ = 0;
+  QList<QFuture<void>> jobs_;
+};
+
+}  // namespace memledger::gui

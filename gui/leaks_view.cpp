@@ -1,0 +1,174 @@
+#include "gui/leaks_view.h"
+
+#include <QHeaderView>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "analyzer/format.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+void LeaksModel::setLeaks(std::shared_ptr<const RangeData> range) {
+  beginResetModel();
+  range_ = std::move(range);
+  endResetModel();
+}
+
+const an::SiteAmount* LeaksModel::site(int row) const {
+  if (!range_ || row < 0 || size_t(row) >= range_->leaks.sites.size()) return nullptr;
+  return &range_->leaks.sites[size_t(row)];
+}
+
+int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !range_ ? 0 : int(range_->leaks.sites.size()); }
+int LeaksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : kColumns; }
+
+QVariant LeaksModel::data(const QModelIndex& index, int role) const {
+  const an::SiteAmount* s = site(index.row());
+  if (!s) return {};
+  if (role == Qt::TextAlignmentRole && (index.column() == kBytes || index.column() == kCount))
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::UserRole) {
+    if (index.column() == kBytes) return qlonglong(s->bytes);
+    if (index.column() == kCount) return qlonglong(s->count);
+  }
+  if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
+  switch (index.column()) {
+    case kSite: return QString::fromStdString(an::siteText(s->stack));
+    case kBytes: return QString::fromStdString(an::formatBytes(s->bytes));
+    case kCount: return QString::fromStdString(an::formatCount(s->count));
+    case kKind: return QString::fromStdString(s->kind);
+    case kOrigin: return QString::fromStdString(s->origin);
+    case kProcesses: return s->processes.empty() ? QString::number(s->pid) : tr("%1 processes").arg(s->processes.size());
+  }
+  return {};
+}
+
+QVariant LeaksModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case kSite: return tr("Site");
+    case kBytes: return tr("Leaked");
+    case kCount: return tr("Blocks");
+    case kKind: return tr("Kind");
+    case kOrigin: return tr("Origin");
+    case kProcesses: return tr("Process");
+  }
+  return {};
+}
+
+QString tableCsv(const QAbstractItemModel& m) {
+  auto cell = [](QString s) {
+    if (s.contains(',') || s.contains('"') || s.contains('\n')) s = '"' + s.replace("\"", "\"\"") + '"';
+    return s;
+  };
+  QStringList lines, row;
+  for (int c = 0; c < m.columnCount(); ++c) row << cell(m.headerData(c, Qt::Horizontal).toString());
+  lines << row.join(',');
+  for (int r = 0; r < m.rowCount(); ++r) {
+    row.clear();
+    for (int c = 0; c < m.columnCount(); ++c) {
+      QVariant raw = m.index(r, c).data(Qt::UserRole);  // exact numbers where a column has them
+      row << cell(raw.isValid() && raw.canConvert<qlonglong>() && raw.typeId() != QMetaType::QString
+                      ? QString::number(raw.toLongLong())
+                      : m.index(r, c).data().toString());
+    }
+    lines << row.join(',');
+  }
+  return lines.join('\n') + '\n';
+}
+
+QString stackHtml(const an::Stack& stack) {
+  QString h;
+  for (const an::Frame& f : stack) h += QString::fromStdString(an::printable(an::frameText(f))).toHtmlEscaped() + "<br>";
+  return h.isEmpty() ? QObject::tr("<i>no stack</i>") : h;
+}
+
+LeaksView::LeaksView(QWidget* parent)
+    : QWidget(parent), model_(new LeaksModel(this)), table_(new QTableView(this)), stack_(new QTextBrowser(this)) {
+  setObjectName("leaks");
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(model_);
+  proxy->setSortRole(Qt::UserRole);
+  table_->setModel(proxy);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(LeaksModel::kBytes, Qt::DescendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->resizeSection(LeaksModel::kSite, 380);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(table_);
+  split->addWidget(stack_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->addWidget(split);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this, proxy](const QModelIndex& cur) {
+    const an::SiteAmount* s = model_->site(proxy->mapToSource(cur).row());
+    stack_->setHtml(s ? QString("<b>%1 in %2 blocks</b> (%3)<br><br>%4")
+                            .arg(QString::fromStdString(an::formatBytes(s->bytes)),
+                                 QString::fromStdString(an::formatCount(s->count)),
+                                 QString::fromStdString(s->origin_reason.empty() ? s->origin : s->origin_reason).toHtmlEscaped(),
+                                 stackHtml(s->stack))
+                      : QString());
+  });
+}
+
+void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
+  model_->setLeaks(std::move(range));
+  table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
+  if (model_->rowCount() > 0) table_->selectRow(0);
+  else stack_->setHtml(tr("<i>No leaks in this range.</i>"));
+}
+
+SuggestionsView::SuggestionsView(QWidget* parent)
+    : QWidget(parent), list_(new QTreeWidget(this)), detail_(new QTextBrowser(this)) {
+  setObjectName("suggestions");
+  list_->setHeaderLabels({tr("Severity"), tr("Kind"), tr("Confidence"), tr("Suggestion")});
+  list_->setRootIsDecorated(false);
+  list_->setWordWrap(true);
+  auto* jump = new QPushButton(tr("Show the site in Caller/Callee"), this);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(list_);
+  split->addWidget(detail_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->addWidget(split);
+  layout->addWidget(jump);
+  connect(list_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+    if (!item || !data_) return detail_->clear();
+    const an::Suggestion& s = data_->report.suggestions[size_t(item->data(0, Qt::UserRole).toInt())];
+    detail_->setHtml(QString("<p><b>%1</b></p><p>%2</p><p><b>%3</b><pre>%4</pre></p><p>%5</p>")
+                         .arg(QString::fromStdString(s.message).toHtmlEscaped(),
+                              QString::fromStdString(s.confidence_reason).toHtmlEscaped(), tr("Evidence"),
+                              QString::fromStdString(an::jsonText(s.evidence, 2)).toHtmlEscaped(), stackHtml(s.stack)));
+  });
+  connect(jump, &QPushButton::clicked, this, [this] {
+    QTreeWidgetItem* item = list_->currentItem();
+    if (!item || !data_) return;
+    const an::Suggestion& s = data_->report.suggestions[size_t(item->data(0, Qt::UserRole).toInt())];
+    for (const an::Frame& f : s.stack)
+      if (f.function) return emit showFunction(QString::fromStdString(*f.function));
+  });
+}
+
+void SuggestionsView::setData(std::shared_ptr<const RecordingData> data) {
+  data_ = std::move(data);
+  list_->clear();
+  if (!data_) return;
+  int i = 0;
+  for (const an::Suggestion& s : data_->report.suggestions) {
+    auto* item = new QTreeWidgetItem(list_, {QString::fromStdString(s.severity), QString::fromStdString(s.kind),
+                                             QString::fromStdString(s.confidence), QString::fromStdString(s.message)});
+    item->setData(0, Qt::UserRole, i++);
+  }
+  for (int c = 0; c < 3; ++c) list_->resizeColumnToContents(c);
+  if (list_->topLevelItemCount()) list_->setCurrentItem(list_->topLevelItem(0));
+}
+
+}  // namespace memledger::gui

@@ -1,0 +1,119 @@
+// memledger-gui [FILE] [--screenshot OUT.png [--view NAME] [--range A:B]]
+// With --screenshot it opens FILE headless-capable (QT_QPA_PLATFORM=offscreen), waits for the
+// recording and the range's trees, writes the view as PNG and exits: 0 written, 2 bad usage or
+// an unreadable recording (its one-line message on stderr; the window showing it is still written).
+#include <QApplication>
+#include <QDir>
+#include <QSettings>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "analyzer/format.h"
+#include "gui/main_window.h"
+#include "gui/measure.h"
+#include "gui/timeline_widget.h"
+
+namespace {
+const char* kUsage =
+    "usage: memledger-gui [FILE] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
+    "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
+    "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, suggestions\n"
+    "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
+}
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("memledger");
+  QApplication::setApplicationName("memledger-gui");
+  QStringList args = QApplication::arguments().mid(1);
+  QString file, screenshot, viewName = "summary", range;
+  bool measure = false;
+  for (int i = 0; i < args.size(); ++i) {
+    const QString& a = args[i];
+    auto value = [&](QString* out) {
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--screenshot") {
+      if (!value(&screenshot)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--view") {
+      if (!value(&viewName)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--range") {
+      if (!value(&range)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--measure") {
+      measure = true;
+    } else if (a == "--compare") {
+      std::fputs("memledger-gui: --compare is not implemented yet (use `memledger diff A B`)\n", stderr);
+      return 2;
+    } else if (a.startsWith("-")) {
+      std::fprintf(stderr, "memledger-gui: unknown option '%s'\n%s", qPrintable(a), kUsage);
+      return 2;
+    } else if (file.isEmpty()) {
+      file = a;
+    } else {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+  }
+  using memledger::gui::MainWindow;
+  if (!screenshot.isEmpty() && (file.isEmpty() || !MainWindow::viewNames().contains(viewName))) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::optional<memledger::analyzer::TimeRange> timeRange;
+  if (!range.isEmpty()) {
+    timeRange = memledger::analyzer::parseTimeRange(range.toStdString());
+    if (!timeRange) {
+      std::fprintf(stderr, "memledger-gui: bad time range '%s' (A:B, e.g. 1s:2.5s)\n", qPrintable(range));
+      return 2;
+    }
+  }
+  if (!screenshot.isEmpty() || measure) {
+    // A screenshot or a measurement neither reads nor changes the user's saved layout.
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, QDir::tempPath() + "/memledger-gui-screenshot");
+  }
+  MainWindow window;
+  if (!screenshot.isEmpty()) window.resize(1400, 950);
+  window.show();
+  if (measure) {
+    if (file.isEmpty()) return std::fputs(kUsage, stderr), 2;
+    window.resize(1400, 950);
+    return memledger::gui::measureWindow(window, file);
+  }
+  if (!file.isEmpty()) window.openFile(file);
+  if (screenshot.isEmpty()) return app.exec();
+
+  bool rangeApplied = !timeRange;
+  int status = 0;
+  QObject::connect(&window, &MainWindow::ready, &window, [&] {
+    if (window.showingError()) status = 2;
+    if (!rangeApplied && !status) {
+      rangeApplied = true;
+      window.timeline()->setSelection(timeRange->from_ns, timeRange->to_ns);
+      window.document()->setRange(timeRange->from_ns, timeRange->to_ns);
+      return;
+    }
+    window.showView(viewName);
+    QTimer::singleShot(50, &window, [&] {
+      QWidget* target = viewName == "timeline" ? window.view("timeline") : static_cast<QWidget*>(&window);
+      if (!target->grab().save(screenshot)) {
+        std::fprintf(stderr, "memledger-gui: cannot write '%s'\n", qPrintable(screenshot));
+        status = 2;
+      }
+      if (status == 2 && !window.document()->error().isEmpty())
+        std::fprintf(stderr, "%s\n", qPrintable(window.document()->error()));
+      app.exit(status);
+    });
+  });
+  QTimer::singleShot(120000, &app, [&] {
+    std::fputs("memledger-gui: timed out waiting for the recording\n", stderr);
+    app.exit(2);
+  });
+  return app.exec();
+}

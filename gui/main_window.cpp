@@ -1,0 +1,298 @@
+#include "gui/main_window.h"
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTableView>
+#include <QToolButton>
+#include <QUrl>
+#include <QUrlQuery>
+#include <QVBoxLayout>
+
+#include "analyzer/format.h"
+#include "gui/call_tree_view.h"
+#include "gui/caller_callee_view.h"
+#include "gui/flame_graph.h"
+#include "gui/leaks_view.h"
+#include "gui/summary_view.h"
+#include "gui/timeline_widget.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      doc_(new Document(this)),
+      pages_(new QStackedWidget(this)),
+      message_(new QLabel(this)),
+      tabs_(new QTabWidget(this)),
+      timeline_(new TimelineWidget(this)),
+      timelineStatus_(new QLabel(this)),
+      summary_(new SummaryView(this)),
+      topDown_(new CallTreeView(an::TreeDirection::TopDown, this)),
+      bottomUp_(new CallTreeView(an::TreeDirection::BottomUp, this)),
+      callerCallee_(new CallerCalleeView(this)),
+      flame_(new FlameGraphView(this)),
+      leaks_(new LeaksView(this)),
+      suggestions_(new SuggestionsView(this)),
+      progress_(new QProgressBar(this)),
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      status_(new QLabel(this)) {
+  setWindowTitle("memledger");
+  setAcceptDrops(true);
+  message_->setAlignment(Qt::AlignCenter);
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_->setText(tr("Open a memledger recording (File → Open, or drop a file here)."));
+  pages_->addWidget(message_);
+  pages_->addWidget(tabs_);
+  setCentralWidget(pages_);
+
+  tabs_->addTab(summary_, tr("&Summary"));
+  tabs_->addTab(flame_, tr("&Flame Graph"));
+  tabs_->addTab(bottomUp_, tr("&Bottom-Up"));
+  tabs_->addTab(topDown_, tr("&Top-Down"));
+  tabs_->addTab(callerCallee_, tr("&Caller/Callee"));
+  tabs_->addTab(leaks_, tr("&Leaks"));
+  tabs_->addTab(suggestions_, tr("S&uggestions"));
+
+  // The timeline dock, above every view.
+  auto* dock = new QDockWidget(tr("Timeline"), this);
+  dock->setObjectName("timelineDock");
+  auto* panel = new QWidget(dock);
+  auto* bar = new QHBoxLayout;
+  auto* peakButton = new QToolButton(panel);
+  peakButton->setText(tr("Jump to peak"));
+  peakButton->setPopupMode(QToolButton::InstantPopup);
+  peakMenu_ = new QMenu(peakButton);
+  peakButton->setMenu(peakMenu_);
+  auto* resetZoom = new QToolButton(panel);
+  resetZoom->setText(tr("Whole run"));
+  auto* clearSel = new QToolButton(panel);
+  clearSel->setText(tr("Clear selection"));
+  bar->addWidget(peakButton);
+  bar->addWidget(resetZoom);
+  bar->addWidget(clearSel);
+  bar->addWidget(timelineStatus_, 1);
+  auto* pl = new QVBoxLayout(panel);
+  pl->setContentsMargins(2, 2, 2, 2);
+  pl->addLayout(bar);
+  pl->addWidget(timeline_, 1);
+  dock->setWidget(panel);
+  addDockWidget(Qt::TopDockWidgetArea, dock);
+  timelineStatus_->setText(tr("Drag to select a time range; wheel to zoom; right-drag to pan."));
+  connect(resetZoom, &QToolButton::clicked, this, [this] { timeline_->setView(0, INT64_MAX / 2); });
+  connect(clearSel, &QToolButton::clicked, this, [this] {
+    timeline_->setSelection(std::nullopt, std::nullopt);
+    doc_->setRange(std::nullopt, std::nullopt);
+  });
+  connect(timeline_, &TimelineWidget::hoverText, timelineStatus_, &QLabel::setText);
+  connect(timeline_, &TimelineWidget::rangeSelected, doc_, &Document::setRange);
+
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(220);
+  progress_->hide();
+  cancel_->hide();
+  connect(cancel_, &QPushButton::clicked, doc_, &Document::cancel);
+  connect(doc_, &Document::progress, this, [this](const QString& stage, double f) {
+    status_->setText(stage);
+    progress_->setValue(int(f * 1000));
+  });
+  connect(doc_, &Document::busyChanged, this, [this](bool busy) {
+    progress_->setVisible(busy);
+    cancel_->setVisible(busy);
+    if (!busy) progress_->setValue(0);
+  });
+  connect(doc_, &Document::opened, this, &MainWindow::onOpened);
+  connect(doc_, &Document::rangeChanged, this, &MainWindow::onRange);
+  connect(doc_, &Document::failed, this, [this](const QString& msg) {
+    if (!doc_->data()) {
+      message_->setText(tr("<b>Cannot show this recording</b><br><br>%1").arg(msg.toHtmlEscaped()));
+      pages_->setCurrentIndex(0);
+    }
+    status_->setText(msg);
+    emit ready();
+  });
+  connect(summary_, &SummaryView::linkActivated, this, &MainWindow::followLink);
+  connect(suggestions_, &SuggestionsView::showFunction, this, [this](const QString& symbol) {
+    showView("caller-callee");
+    callerCallee_->selectSymbol(symbol);
+  });
+  buildMenus();
+
+  QSettings settings;
+  resize(1280, 860);
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+}
+
+MainWindow::~MainWindow() = default;
+
+QStringList MainWindow::viewNames() {
+  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "suggestions"};
+}
+
+QWidget* MainWindow::view(const QString& name) const {
+  if (name == "summary") return summary_;
+  if (name == "timeline") return timeline_;
+  if (name == "flamegraph") return flame_;
+  if (name == "bottom-up") return bottomUp_;
+  if (name == "top-down") return topDown_;
+  if (name == "caller-callee") return callerCallee_;
+  if (name == "leaks") return leaks_;
+  if (name == "suggestions") return suggestions_;
+  return nullptr;
+}
+
+bool MainWindow::showView(const QString& name) {
+  QWidget* w = view(name);
+  if (!w) return false;
+  if (w != timeline_) tabs_->setCurrentWidget(w);
+  return true;
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, tr("Open recording"), {}, tr("Recordings (*.db *.memledger);;All files (*)"));
+    if (!path.isEmpty()) openFile(path);
+  });
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  updateRecent({});
+  file->addAction(tr("&Export view..."), QKeySequence(tr("Ctrl+E")), this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, tr("Export view"), {},
+                                                tr("PNG image (*.png);;SVG image (*.svg);;CSV table (*.csv)"));
+    if (!path.isEmpty() && !exportView(path)) status_->setText(tr("Could not write %1").arg(path));
+  });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < tabs_->count(); ++i)
+    viewMenu->addAction(tabs_->tabText(i).remove('&'), QKeySequence(QString("Ctrl+%1").arg(i + 1)), this,
+                        [this, i] { tabs_->setCurrentIndex(i); });
+  viewMenu->addSeparator();
+  viewMenu->addAction(tr("Clear time selection"), QKeySequence(tr("Ctrl+Shift+A")), this, [this] {
+    timeline_->setSelection(std::nullopt, std::nullopt);
+    doc_->setRange(std::nullopt, std::nullopt);
+  });
+}
+
+void MainWindow::updateRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recentFiles").toStringList();
+  if (!path.isEmpty()) {
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > 10) recent.removeLast();
+    settings.setValue("recentFiles", recent);
+  }
+  recentMenu_->clear();
+  for (const QString& r : recent) recentMenu_->addAction(r, this, [this, r] { openFile(r); });
+  recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::openFile(const QString& path) {
+  QString abs = QFileInfo(path).absoluteFilePath();
+  setWindowTitle(QString("memledger - %1").arg(QFileInfo(path).fileName()));
+  status_->setText(tr("Opening %1").arg(abs));
+  if (!doc_->data()) {
+    message_->setText(tr("Reading %1 ...").arg(abs.toHtmlEscaped()));
+    pages_->setCurrentIndex(0);
+  }
+  doc_->open(abs);
+}
+
+void MainWindow::onOpened() {
+  auto data = doc_->data();
+  updateRecent(doc_->path());
+  pages_->setCurrentIndex(1);
+  timeline_->setData(data);
+  summary_->setData(data, nullptr);
+  suggestions_->setData(data);
+  peakMenu_->clear();
+  for (const auto& s : data->series) {
+    if (!s.series.exact_peak) continue;
+    QString name = QString::fromStdString(s.name);
+    peakMenu_->addAction(tr("%1: %2 at %3").arg(name, QString::fromStdString(an::formatBytes(s.series.exact_peak->bytes)),
+                                                 QString::fromStdString(an::formatDuration(s.series.exact_peak->t_ns))),
+                         this, [this, name] { timeline_->jumpToPeak(name); });
+  }
+  status_->setText(tr("Opened in %1 s%2").arg(doc_->openSeconds(), 0, 'f', 2)
+                       .arg(data->report.recording.complete ? QString() : tr(" - incomplete recording (recorder killed or still running)")));
+}
+
+void MainWindow::onRange() {
+  auto range = doc_->range();
+  summary_->setData(doc_->data(), range);
+  topDown_->setRange(range);
+  bottomUp_->setRange(range);
+  callerCallee_->setRange(range);
+  flame_->setRange(range);
+  leaks_->setRange(range);
+  status_->setText(range->ranged() ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
+                                   : tr("Opened in %1 s; call trees in %2 s")
+                                         .arg(doc_->openSeconds(), 0, 'f', 2)
+                                         .arg(doc_->rangeSeconds(), 0, 'f', 2));
+  emit ready();
+}
+
+void MainWindow::followLink(const QString& link) {
+  QUrl url(link);
+  if (link.startsWith("peak:")) {
+    timeline_->jumpToPeak(link.mid(5));
+    return;
+  }
+  if (link.startsWith("view:")) {
+    QString rest = link.mid(5);
+    QString name = rest.section('?', 0, 0);
+    showView(name);
+    QString metric = QUrlQuery(rest.section('?', 1)).queryItemValue("metric");
+    if (auto m = an::parseTreeMetric(metric.toStdString()); m && name == "flamegraph") flame_->setMetric(*m);
+  }
+}
+
+bool MainWindow::exportView(const QString& path) {
+  QWidget* current = tabs_->currentWidget();
+  if (path.endsWith(".csv", Qt::CaseInsensitive)) {
+    const QAbstractItemModel* model = nullptr;
+    if (current == leaks_) model = leaks_->model();
+    else if (current == callerCallee_) model = callerCallee_->table()->model();
+    if (!model) return false;
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+    return f.write(tableCsv(*model).toUtf8()) >= 0;
+  }
+  if (current == flame_) return flame_->exportImage(path);
+  return grab().save(path);
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  doc_->cancel();
+  e->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (!urls.isEmpty() && urls.first().isLocalFile()) openFile(urls.first().toLocalFile());
+}
+
+}  // namespace memledger::gui

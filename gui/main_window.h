@@ -1,0 +1,77 @@
+// The application shell: File→Open, recent files, drag and drop, the Timeline dock above every
+// view, one tab per view, progress and Cancel in the status bar, the layout kept in QSettings.
+// A file that cannot be read shows its one-line message in the window (never an empty window).
+#pragma once
+
+#include <QLabel>
+#include <QMainWindow>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStackedWidget>
+#include <QTabWidget>
+
+#include "gui/document.h"
+
+namespace memledger::gui {
+
+class SummaryView;
+class TimelineWidget;
+class CallTreeView;
+class CallerCalleeView;
+class FlameGraphView;
+class LeaksView;
+class SuggestionsView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void openFile(const QString& path);
+  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, suggestions
+  static QStringList viewNames();
+  bool showView(const QString& name);
+  QWidget* view(const QString& name) const;
+  Document* document() const { return doc_; }
+  TimelineWidget* timeline() const { return timeline_; }
+  QString message() const { return message_->text(); }  // the welcome/error page's text
+  bool showingError() const { return pages_->currentIndex() == 0 && !doc_->error().isEmpty(); }
+  // Exports the current view: PNG or SVG (flame graph) by the suffix; tables as CSV.
+  bool exportView(const QString& path);
+
+ signals:
+  void ready();  // the recording and the current range's trees are shown (or an error is)
+
+ protected:
+  void closeEvent(QCloseEvent*) override;
+  void dragEnterEvent(QDragEnterEvent*) override;
+  void dropEvent(QDropEvent*) override;
+
+ private:
+  void buildMenus();
+  void updateRecent(const QString& path);
+  void followLink(const QString& link);
+  void onOpened();
+  void onRange();
+
+  Document* doc_;
+  QStackedWidget* pages_;
+  QLabel* message_;
+  QTabWidget* tabs_;
+  TimelineWidget* timeline_;
+  QLabel* timelineStatus_;
+  SummaryView* summary_;
+  CallTreeView *topDown_, *bottomUp_;
+  CallerCalleeView* callerCallee_;
+  FlameGraphView* flame_;
+  LeaksView* leaks_;
+  SuggestionsView* suggestions_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QLabel* status_;
+  QMenu* recentMenu_ = nullptr;
+  QMenu* peakMenu_ = nullptr;
+};
+
+}  // namespace memledger::gui

@@ -1,0 +1,147 @@
+#include "gui/summary_view.h"
+
+#include <algorithm>
+
+#include "analyzer/format.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+namespace {
+QString esc(const std::string& s) { return QString::fromStdString(an::printable(s)).toHtmlEscaped(); }
+QString bytes(int64_t b) { return QString::fromStdString(an::formatBytes(b)); }
+QString dur(int64_t ns) { return QString::fromStdString(an::formatDuration(ns)); }
+QString count(int64_t n) { return QString::fromStdString(an::formatCount(n)); }
+
+QString endedText(const an::Process& p) {
+  if (!p.ended_by) return QObject::tr("still running when the recording ended");
+  if (*p.ended_by == "signal" && p.signal) return QObject::tr("killed by signal %1").arg(*p.signal);
+  if (*p.ended_by == "exit") return QObject::tr("exit %1").arg(p.exit_code.value_or(0));
+  return QString::fromStdString(*p.ended_by);
+}
+
+QString topList(const QString& title, const QString& link, const std::vector<an::SiteAmount>& sites, bool counts) {
+  QString h = QString("<h3><a href='%1'>%2</a></h3><table cellspacing=0 cellpadding=2>").arg(link, title);
+  size_t n = 0;
+  for (const auto& s : sites) {
+    if (n++ == 5) break;
+    h += QString("<tr><td align=right><b>%1</b></td><td>&nbsp;%2</td></tr>")
+             .arg(counts ? count(s.count) : bytes(s.bytes), esc(an::siteText(s.stack)));
+  }
+  if (sites.empty()) h += "<tr><td><i>" + QObject::tr("none") + "</i></td></tr>";
+  return h + "</table>";
+}
+}  // namespace
+
+SummaryView::SummaryView(QWidget* parent) : QTextBrowser(parent) {
+  setOpenLinks(false);
+  setObjectName("summary");
+  connect(this, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) { emit linkActivated(url.toString()); });
+}
+
+void SummaryView::setData(std::shared_ptr<const RecordingData> data, std::shared_ptr<const RangeData> range) {
+  if (!data) {
+    clear();
+    return;
+  }
+  setHtml(html(*data, range.get()));
+}
+
+QString SummaryView::html(const RecordingData& d, const RangeData* range) {
+  const an::Report& r = d.report;
+  QString h = "<html><body>";
+  h += QString("<h2>%1</h2>").arg(esc(r.recording.command.empty() ? r.recording.path : r.recording.command));
+  if (!r.recording.complete)
+    h += "<p style='color:#c0392b'><b>" +
+         QObject::tr("This recording is incomplete: the recorder did not finish (it is still recording, or it "
+                     "was killed). What it wrote is shown; the end of the run may be missing.") +
+         "</b></p>";
+  h += "<table cellspacing=0 cellpadding=3>";
+  auto row = [&](const QString& k, const QString& v) { h += QString("<tr><td>%1</td><td><b>%2</b></td></tr>").arg(k, v); };
+  row(QObject::tr("Duration"), dur(r.recording.duration_ns));
+  row(QObject::tr("Recorded"), esc(r.recording.start_wall) + " &middot; memledger " + esc(r.recording.version));
+  row(QObject::tr("Allocations"), QObject::tr("%1 (%2)").arg(count(r.totals.allocations), bytes(r.totals.allocated_bytes)));
+  if (r.recording.duration_ns > 0)
+    row(QObject::tr("Allocation rate"),
+        QObject::tr("%1 per second").arg(count(int64_t(double(r.totals.allocations) * 1e9 / double(r.recording.duration_ns)))));
+  row(QObject::tr("Temporary"),
+      QObject::tr("%1 allocations (%2%), %3")
+          .arg(count(r.totals.temporary_count))
+          .arg(r.totals.allocations ? 100.0 * double(r.totals.temporary_count) / double(r.totals.allocations) : 0.0, 0, 'f', 1)
+          .arg(bytes(r.totals.temporary_bytes)));
+  row(QObject::tr("<a href='view:leaks'>Leaked</a>"),
+      QObject::tr("%1 in %2 blocks").arg(bytes(r.leaks.bytes), count(r.leaks.count)));
+  h += "</table>";
+
+  // Peaks: every space, each on its own (never summed across spaces).
+  h += "<h3>" + QObject::tr("Peaks") + " <small>(" + QString::fromStdString(r.peak.scope) + ")</small></h3>";
+  h += "<table cellspacing=0 cellpadding=3>";
+  for (const auto& s : d.series) {
+    if (!s.series.exact_peak) continue;
+    QString name = QString::fromStdString(s.name);
+    h += QString("<tr><td><a href='peak:%1'>%1</a></td><td align=right><b>%2</b></td><td>&nbsp;at %3</td></tr>")
+             .arg(name, bytes(s.series.exact_peak->bytes), dur(s.series.exact_peak->t_ns));
+  }
+  for (const auto& p : r.peak.pools)
+    h += QString("<tr><td>%1</td><td align=right><b>%2</b></td><td>&nbsp;in use at %3 (reserved %4)</td></tr>")
+             .arg(esc(p.name), bytes(p.bytes), dur(p.time_ns), p.reserved_bytes ? bytes(p.reserved_bytes) : QObject::tr("not told"));
+  h += "</table>";
+  if (!r.peak.gap_explanation.empty()) h += "<p><small>" + esc(r.peak.gap_explanation) + "</small></p>";
+
+  // Processes.
+  h += "<h3>" + QObject::tr("Processes") + "</h3><table cellspacing=0 cellpadding=3>";
+  h += "<tr><th align=left>pid</th><th align=left>command</th><th align=left>ended</th><th align=right>heap peak</th>"
+       "<th align=right>RSS peak</th><th align=right>lived</th></tr>";
+  for (const auto& p : r.processes) {
+    QString ended = endedText(p);
+    bool bad = p.signal || (p.exit_code && *p.exit_code != 0);
+    h += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td align=right>%4</td><td align=right>%5</td><td align=right>%6</td></tr>")
+             .arg(p.pid)
+             .arg(esc(p.command))
+             .arg(bad ? "<span style='color:#c0392b'>" + ended + "</span>" : ended)
+             .arg(bytes(p.peak_heap_bytes), bytes(p.peak_rss),
+                  p.end_ns ? dur(*p.end_ns - p.start_ns) : QObject::tr("?"));
+  }
+  h += "</table>";
+
+  // Suggestions with their evidence.
+  h += "<h3><a href='view:suggestions'>" + QObject::tr("Suggestions") + "</a></h3>";
+  if (r.suggestions.empty()) h += "<p><i>" + QObject::tr("none") + "</i></p>";
+  h += "<ol>";
+  size_t n = 0;
+  for (const auto& s : r.suggestions) {
+    if (n++ == 3) break;
+    h += QString("<li><b>[%1]</b> %2<br><small>%3</small></li>")
+             .arg(QString::fromStdString(s.severity), esc(s.message), esc(an::jsonText(s.evidence)));
+  }
+  h += "</ol>";
+
+  // Four top lists (of the selected range when one is selected: the leaks).
+  h += "<table width='100%'><tr><td valign=top width='50%'>";
+  h += topList(QObject::tr("Live at the heap peak"), "view:flamegraph?metric=peak", r.peak.sites, false);
+  h += "</td><td valign=top>";
+  const an::Leaks& leaks = range ? range->leaks : r.leaks;
+  h += topList(range && range->ranged() ? QObject::tr("Leaked (made in the selection)") : QObject::tr("Largest leaks"),
+               "view:leaks", leaks.sites, false);
+  h += "</td></tr><tr><td valign=top>";
+  // Most allocations: the sites by count, from the whole-run site list of the range data.
+  std::vector<an::SiteAmount> most;
+  if (range) {
+    std::vector<const an::SymbolCost*> byCount;
+    for (const auto& s : range->symbols) byCount.push_back(&s);
+    std::sort(byCount.begin(), byCount.end(), [](auto* a, auto* b) { return a->self.count > b->self.count; });
+    h += QString("<h3><a href='view:bottom-up'>%1</a></h3><table cellspacing=0 cellpadding=2>").arg(QObject::tr("Most allocations"));
+    for (size_t k = 0; k < byCount.size() && k < 5 && byCount[k]->self.count > 0; ++k)
+      h += QString("<tr><td align=right><b>%1</b></td><td>&nbsp;%2</td></tr>").arg(count(byCount[k]->self.count), esc(byCount[k]->symbol));
+    h += "</table>";
+  } else {
+    h += "<h3>" + QObject::tr("Most allocations") + "</h3><p><i>" + QObject::tr("building call trees...") + "</i></p>";
+  }
+  h += "</td><td valign=top>";
+  h += topList(QObject::tr("Most temporary allocations"), "view:flamegraph?metric=temporary", r.temporaries, true);
+  h += "</td></tr></table></body></html>";
+  return h;
+}
+
+}  // namespace memledger::gui

@@ -1,0 +1,300 @@
+// The GUI on real recordings: sample programs with known truth (samples/) are recorded by the
+// built `memledger`, opened by the GUI's Document and MainWindow offscreen, and what each view
+// shows is checked: the trees as collapsed stacks ("main;build_index 67108864"), the models under
+// QAbstractItemModelTester, the timeline's peak marker and phases, a time-range selection made
+// with the mouse, the flame graph, bad files, and the --screenshot command line.
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include <set>
+
+#include "gui/call_tree_model.h"
+#include "gui/call_tree_view.h"
+#include "gui/flame_graph.h"
+#include "gui/leaks_view.h"
+#include "gui/main_window.h"
+#include "gui/summary_view.h"
+#include "gui/timeline_widget.h"
+
+namespace an = memledger::analyzer;
+using namespace memledger::gui;
+
+namespace {
+const QString kBuild = MEMLEDGER_BINARY_DIR;
+
+// The collapsed stacks of a tree from `main` outwards (the C runtime's entry frames above main
+// differ between libcs), only the lines of the program's own functions in `keep`.
+std::set<std::string> programStacks(const an::CallTree& tree, an::TreeMetric metric, const std::set<std::string>& keep) {
+  std::set<std::string> out;
+  for (std::string line : an::collapsedStacks(tree, metric)) {
+    auto at = line.rfind(";main;", line.find(' '));
+    if (line.rfind("main;", 0) != 0) {
+      if (at == std::string::npos) continue;
+      line = line.substr(at + 1);
+    }
+    std::string second = line.substr(5, line.find_first_of("; ", 5) - 5);
+    if (keep.count(second)) out.insert(line);
+  }
+  return out;
+}
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString demo_, three_;
+
+  QString record(const QString& sample, bool compress = true) {
+    QString out = dir_.filePath(sample + (compress ? ".db" : ".plain.db"));
+    QStringList args{"record", "-o", out, "--force"};
+    if (!compress) args << "--no-compress";
+    args << "--" << kBuild + "/samples/" + sample;
+    QProcess p;
+    p.start(kBuild + "/bin/memledger", args);
+    if (!p.waitForFinished(120000) || p.exitCode() != 0) return {};
+    return out;
+  }
+
+  // Waits until the document has published the range data (or failed).
+  static bool waitRange(Document& doc) {
+    QSignalSpy range(&doc, &Document::rangeChanged), failed(&doc, &Document::failed);
+    return QTest::qWaitFor([&] { return range.count() > 0 || failed.count() > 0; }, 60000) && failed.isEmpty();
+  }
+
+ private slots:
+  void initTestCase() {
+    if (!QFile::exists(kBuild + "/bin/memledger") || !QFile::exists(kBuild + "/samples/demo_leaky_peaky"))
+      QSKIP("needs build/bin/memledger and build/samples (build the memledger and memledger_samples targets)");
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir_.filePath("settings"));
+    demo_ = record("demo_leaky_peaky");
+    three_ = record("three_phases");
+    QVERIFY2(!demo_.isEmpty() && !three_.isEmpty(), "recording the samples failed");
+  }
+
+  // demo_leaky_peaky: build_index holds 64 x 1 MiB at the peak, load_config leaks 3 x 256 B,
+  // fill_cache 20 x 1 KiB (samples/demo_leaky_peaky.c).
+  void treesAsCollapsedStacks() {
+    Document doc;
+    doc.open(demo_);
+    QVERIFY(waitRange(doc));
+    const RangeData& r = *doc.range();
+    const std::set<std::string> program{"build_index", "load_config", "fill_cache"};
+    QCOMPARE(programStacks(r.top_down, an::TreeMetric::Peak, program),
+             (std::set<std::string>{"main;build_index 67108864", "main;load_config 768"}));
+    QCOMPARE(programStacks(r.top_down, an::TreeMetric::Leaked, program),
+             (std::set<std::string>{"main;fill_cache 20480", "main;load_config 768"}));
+    QCOMPARE(programStacks(r.top_down, an::TreeMetric::Count, program),
+             (std::set<std::string>{"main;build_index 64", "main;fill_cache 20", "main;load_config 3"}));
+    // The root adds up to the report's own totals.
+    QCOMPARE(r.top_down.nodes[0].total.leaked, doc.data()->report.leaks.bytes);
+    QCOMPARE(r.top_down.nodes[0].total.allocated, doc.data()->report.totals.allocated_bytes);
+    QCOMPARE(r.bottom_up.nodes[0].total.count, r.top_down.nodes[0].total.count);
+  }
+
+  void modelsUnderTester() {
+    Document doc;
+    doc.open(demo_);
+    QVERIFY(waitRange(doc));
+    for (an::TreeDirection d : {an::TreeDirection::TopDown, an::TreeDirection::BottomUp}) {
+      CallTreeModel model(d);
+      QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+      model.setRange(doc.range());
+      CostFilterProxy proxy;
+      proxy.setSourceModel(&model);
+      QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+      proxy.sort(kPeakColumn, Qt::DescendingOrder);
+      if (d == an::TreeDirection::BottomUp) {
+        // Bottom-up: the allocating functions at the top level, the largest peak first.
+        QModelIndex first = proxy.index(0, kSymbolColumn);
+        QCOMPARE(first.data().toString(), QString("build_index"));
+        QCOMPARE(proxy.index(0, kPeakColumn).data(Qt::UserRole).toLongLong(), 67108864LL);
+        QCOMPARE(proxy.index(0, kPeakColumn).data().toString(), QString("64.0 MiB"));
+        QCOMPARE(proxy.index(0, 0, first).data().toString(), QString("main"));  // called by main
+      }
+      proxy.setFilters("fill_cache", {}, {});
+      QVERIFY(proxy.rowCount() >= 1);
+      proxy.setFilters({}, "demo_leaky_peaky.c", {});
+      QVERIFY(proxy.rowCount() >= 1);
+      proxy.setFilters("no_such_function", {}, {});
+      QCOMPARE(proxy.rowCount(), 0);
+      model.setRange(nullptr);
+    }
+  }
+
+  // three_phases: 100, 300, 50 MiB from ramp(); phase 2's range holds only its 300 blocks.
+  void rangeFiltersTrees() {
+    Document doc;
+    doc.open(three_);
+    QVERIFY(waitRange(doc));
+    const auto& phases = doc.data()->report.phases;
+    QCOMPARE(int(phases.size()), 3);
+    auto ramp = programStacks(doc.range()->top_down, an::TreeMetric::Allocated, {"phase"});
+    QVERIFY2(ramp.count("main;phase;ramp 471859200"), "the whole run allocates 450 MiB in ramp()");
+    doc.setRange(phases[1].start_ns, phases[1].end_ns - 1);
+    QVERIFY(waitRange(doc));
+    QVERIFY(doc.range()->ranged());
+    QCOMPARE(programStacks(doc.range()->top_down, an::TreeMetric::Allocated, {"phase"}),
+             (std::set<std::string>{"main;phase;ramp 314572800"}));
+    QCOMPARE(programStacks(doc.range()->top_down, an::TreeMetric::Count, {"phase"}),
+             (std::set<std::string>{"main;phase;ramp 300"}));
+    qInfo("range update: %.1f ms", doc.rangeSeconds() * 1000);
+  }
+
+  void windowShowsSummaryTimelineAndSelection() {
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(demo_);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+    QVERIFY(!w.showingError());
+    auto data = w.document()->data();
+    // Summary: the numbers of the report, the process's exit.
+    QString html = SummaryView::html(*data, w.document()->range().get());
+    QVERIFY(html.contains("64.0 MiB"));
+    QVERIFY(html.contains("exit 0"));
+    QVERIFY(html.contains("24.8 KiB in 24 blocks"));
+    // Timeline: the heap's exact peak marked where it is, the three marker phases shaded.
+    TimelineWidget* t = w.timeline();
+    t->grab();  // paints
+    const TimelineWidget::PeakMark* heap = nullptr;
+    for (const auto& m : t->peakMarks())
+      if (m.series == "heap") heap = &m;
+    QVERIFY(heap);
+    QCOMPARE(heap->bytes, data->report.peak.bytes);
+    QCOMPARE(heap->t_ns, data->report.peak.time_ns);
+    QVERIFY(std::abs(heap->at.x() - t->xOf(heap->t_ns)) < 0.5);
+    QStringList bands;
+    for (const auto& b : t->phaseBands()) bands << b.name;
+    QCOMPARE(bands, (QStringList{"load", "index", "serve"}));
+    QVERIFY(t->pointsDrawn() <= size_t(t->plotRect().width()) * 2 * data->series.size());
+    // Jump to the heap peak: the view is centred on it.
+    QVERIFY(t->jumpToPeak("heap"));
+    QVERIFY(std::abs((t->viewFrom() + t->viewTo()) / 2 - data->report.peak.time_ns) < (t->viewTo() - t->viewFrom()) / 50);
+
+    // Leaks view before and after selecting the "load" phase with the mouse.
+    auto* leaks = static_cast<LeaksView*>(w.view("leaks"));
+    QCOMPARE(leaks->model()->rowCount(), int(data->report.leaks.sites.size()));
+    const an::Phase& load = data->report.phases[0];
+    int64_t pad = (load.end_ns - load.start_ns) / 2 + 1;
+    t->setView(load.start_ns - pad, load.end_ns + pad);
+    QSignalSpy changed(w.document(), &Document::rangeChanged);
+    QPoint a(int(t->xOf(load.start_ns - pad / 2)), int(t->plotRect().center().y()));
+    QPoint b(int(t->xOf(load.end_ns)), a.y());
+    QTest::mousePress(t, Qt::LeftButton, {}, a);
+    QMouseEvent move(QEvent::MouseMove, b, t->mapToGlobal(b), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(t, &move);
+    QTest::mouseRelease(t, Qt::LeftButton, {}, b);
+    QVERIFY(t->selection().has_value());
+    QVERIFY(QTest::qWaitFor([&] { return changed.count() > 0; }, 60000));
+    QVERIFY(w.document()->range()->ranged());
+    QCOMPARE(leaks->model()->rowCount(), 1);
+    QCOMPARE(leaks->model()->index(0, LeaksModel::kBytes).data(Qt::UserRole).toLongLong(), 768LL);
+    QVERIFY(leaks->model()->index(0, LeaksModel::kSite).data().toString().startsWith("load_config"));
+    QVERIFY(tableCsv(*leaks->model()).contains(",768,3,malloc,"));
+    qInfo("open %.3f s, range %.1f ms", w.document()->openSeconds(), w.document()->rangeSeconds() * 1000);
+  }
+
+  void flameGraph() {
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(demo_);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+    w.showView("flamegraph");
+    auto* view = static_cast<FlameGraphView*>(w.view("flamegraph"));
+    FlameGraphCanvas* c = view->canvas();
+    view->setMetric(an::TreeMetric::Peak);
+    c->grab();
+    const an::CallTree* tree = c->tree();
+    QVERIFY(tree);
+    double widest = 0;
+    for (const auto& b : c->boxes())
+      if (tree->nodes[size_t(b.node)].symbol == "build_index") widest = std::max(widest, b.rect.width());
+    // 64 MiB of the 64.0 MiB (+768 B) live at the peak: build_index spans the whole width.
+    QVERIFY(widest > 0.99 * c->width());
+    view->setMetric(an::TreeMetric::Leaked);
+    c->setSearch("fill_cache");
+    c->grab();
+    QCOMPARE(c->matchedCost(), 20480LL);
+    QVERIFY(c->tooltipFor(0).contains("leaked"));
+    // Zoom into fill_cache: it becomes the full-width frame.
+    for (const auto& b : c->boxes())
+      if (b.match) c->zoomTo(b.node);
+    c->grab();
+    QCOMPARE(tree->nodes[size_t(c->zoomNode())].symbol, std::string("fill_cache"));
+    QString svg = dir_.filePath("flame.svg");
+    QVERIFY(view->exportImage(svg));
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(f.readAll().contains("fill_cache"));
+  }
+
+  void badFilesGiveAMessage() {
+    QString junk = dir_.filePath("junk.db");
+    {
+      QFile f(junk);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QByteArray(4096, 'x'));
+    }
+    for (const auto& [path, expect] : std::vector<std::pair<QString, QString>>{
+             {junk, "is not a memledger recording"}, {dir_.filePath("missing.db"), "cannot open"}}) {
+      MainWindow w;
+      w.show();
+      QSignalSpy ready(&w, &MainWindow::ready);
+      w.openFile(path);
+      QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+      QVERIFY(w.showingError());
+      QVERIFY2(w.message().contains(expect), qPrintable(w.message()));
+    }
+    // A recording whose recorder never finished (killed, or still writing): shown, and said so.
+    QString plain = record("demo_leaky_peaky", false);
+    QVERIFY(!plain.isEmpty());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(plain.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "UPDATE meta SET value = '0' WHERE key = 'complete'", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    Document doc;
+    doc.open(plain);
+    QVERIFY(waitRange(doc));
+    QVERIFY(!doc.data()->report.recording.complete);
+    QVERIFY(SummaryView::html(*doc.data(), doc.range().get()).contains("This recording is incomplete"));
+  }
+
+  void screenshotCommandLine() {
+    QString out = dir_.filePath("flame.png");
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(kBuild + "/bin/memledger-gui", {three_, "--screenshot", out, "--view", "flamegraph", "--range", "100ms:340ms"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    QImage img(out);
+    QCOMPARE(img.size(), QSize(1400, 950));
+    // Unreadable: exit 2 with the analyzer's one-line message.
+    p.start(kBuild + "/bin/memledger-gui", {dir_.filePath("missing.db"), "--screenshot", dir_.filePath("err.png")});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAll().contains("cannot open"));
+    // `memledger gui` runs memledger-gui with the same arguments.
+    QString viaCli = dir_.filePath("via-cli.png");
+    p.start(kBuild + "/bin/memledger", {"gui", demo_, "--screenshot", viaCli, "--view", "leaks"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(QFile::exists(viaCli));
+    p.start(kBuild + "/bin/memledger-gui", {three_, "--screenshot", out, "--view", "nonsense"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 2);
+  }
+};
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"

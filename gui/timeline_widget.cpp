@@ -1,0 +1,381 @@
+#include "gui/timeline_widget.h"
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/curve.h"
+#include "analyzer/format.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+namespace {
+constexpr double kLeft = 70, kRight = 12, kTop = 22, kBottom = 22;
+
+QString bytesText(int64_t b) { return QString::fromStdString(an::formatBytes(b)); }
+QString timeText(int64_t ns) { return QString::fromStdString(an::formatDuration(ns)); }
+
+// A "nice" step (1, 2, 5 x 10^k) giving about `ticks` ticks over `span`.
+double niceStep(double span, int ticks) {
+  if (span <= 0) return 1;
+  double raw = span / std::max(1, ticks);
+  double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setObjectName("timeline");
+}
+
+QColor TimelineWidget::seriesColor(const QString& name) {
+  if (name == "heap") return QColor(0x2f, 0x80, 0xed);
+  if (name == "mmap") return QColor(0x27, 0xae, 0x60);
+  if (name == "rss") return QColor(0xe6, 0x7e, 0x22);
+  // Devices and pools: hues spread by name, readable on light and dark backgrounds.
+  uint h = qHash(name);
+  return QColor::fromHsv(int(h % 360), 170, 210);
+}
+
+void TimelineWidget::setData(std::shared_ptr<const RecordingData> data) {
+  data_ = std::move(data);
+  sel_.reset();
+  v0_ = 0;
+  v1_ = data_ ? data_->end_ns + 1 : 1;
+  update();
+}
+
+void TimelineWidget::setView(int64_t from, int64_t to) {
+  if (!data_) return;
+  const int64_t end = data_->end_ns + 1;
+  int64_t width = std::clamp<int64_t>(to - from, 1000, end);  // at most 1 us per view
+  from = std::clamp<int64_t>(from, 0, end - width);
+  v0_ = from;
+  v1_ = from + width;
+  update();
+  emit viewChanged(v0_, v1_);
+}
+
+void TimelineWidget::setSelection(std::optional<int64_t> from, std::optional<int64_t> to) {
+  if (!from && !to) sel_.reset();
+  else sel_ = std::make_pair(from.value_or(0), to.value_or(data_ ? data_->end_ns : 0));
+  update();
+}
+
+bool TimelineWidget::jumpToPeak(const QString& name) {
+  if (!data_) return false;
+  for (const auto& s : data_->series) {
+    if (QString::fromStdString(s.name) != name || !s.series.exact_peak) continue;
+    int64_t width = std::min<int64_t>(v1_ - v0_, std::max<int64_t>(data_->end_ns / 10, 1000));
+    setView(s.series.exact_peak->t_ns - width / 2, s.series.exact_peak->t_ns + width / 2);
+    emit hoverText(tr("%1 peak: %2 at %3").arg(name, bytesText(s.series.exact_peak->bytes),
+                                              timeText(s.series.exact_peak->t_ns)));
+    return true;
+  }
+  return false;
+}
+
+void TimelineWidget::setSeriesVisible(const QString& name, bool visible) {
+  if (visible) hidden_.erase(name);
+  else hidden_.insert(name);
+  update();
+}
+
+QRectF TimelineWidget::plotRect() const {
+  return QRectF(kLeft, kTop, std::max(10.0, width() - kLeft - kRight), std::max(10.0, height() - kTop - kBottom));
+}
+
+double TimelineWidget::xOf(int64_t t) const {
+  QRectF r = plotRect();
+  return r.left() + r.width() * double(t - v0_) / double(std::max<int64_t>(1, v1_ - v0_));
+}
+
+int64_t TimelineWidget::timeAt(double x) const {
+  QRectF r = plotRect();
+  double f = std::clamp((x - r.left()) / r.width(), 0.0, 1.0);
+  return v0_ + int64_t(f * double(v1_ - v0_));
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  const QPalette pal = palette();
+  p.fillRect(rect(), pal.base());
+  peaks_.clear();
+  bands_.clear();
+  legend_.clear();
+  pointsDrawn_ = 0;
+  if (!data_) {
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter, tr("No recording open"));
+    return;
+  }
+  const QRectF plot = plotRect();
+  const size_t columns = size_t(std::max(1.0, plot.width())) * 2;
+
+  // Downsample every visible series once; the y axis fits the highest of them.
+  struct Drawn {
+    QString name;
+    an::Curve curve;
+    std::optional<an::ExactPeak> peak;
+  };
+  std::vector<Drawn> drawn;
+  int64_t ymax = 1;
+  for (const auto& s : data_->series) {
+    QString name = QString::fromStdString(s.name);
+    legend_.emplace_back(name, QRectF());
+    if (hidden_.count(name)) continue;
+    Drawn d{name, an::downsample(s.series, v0_, v1_, columns), s.series.exact_peak};
+    for (const auto& pt : d.curve.points) ymax = std::max(ymax, pt.max);
+    drawn.push_back(std::move(d));
+  }
+  // Byte ticks on binary units: steps of 1, 2, 5 x 10^k KiB/MiB/GiB read as round numbers.
+  double unit = 1;
+  while (double(ymax) / unit >= 1024 && unit < double(int64_t(1) << 50)) unit *= 1024;
+  double ystep = niceStep(double(ymax) / unit, 4) * unit;
+  double ytop = std::ceil(double(ymax) * 1.08 / ystep) * ystep;
+  auto yOf = [&](double v) { return plot.bottom() - plot.height() * v / ytop; };
+
+  // Phases: alternating shaded bands with their names at the top.
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
+  p.setFont(small);
+  QColor band = pal.color(QPalette::Highlight);
+  int i = 0;
+  for (const auto& ph : data_->report.phases) {
+    double x0 = std::max(plot.left(), xOf(ph.start_ns)), x1 = std::min(plot.right(), xOf(ph.end_ns));
+    if (x1 <= x0) { ++i; continue; }
+    QRectF r(x0, plot.top(), x1 - x0, plot.height());
+    band.setAlpha(i % 2 ? 18 : 34);
+    p.fillRect(r, band);
+    p.setPen(pal.color(QPalette::Text));
+    QString label = QString::fromStdString(ph.name);
+    p.drawText(QRectF(x0 + 2, 2, std::max(0.0, x1 - x0 - 4), kTop - 4), Qt::AlignLeft | Qt::AlignVCenter,
+               p.fontMetrics().elidedText(label, Qt::ElideRight, int(std::max(0.0, x1 - x0 - 4))));
+    bands_.push_back({label, r});
+    ++i;
+  }
+
+  // Axes and grid.
+  QColor grid = pal.color(QPalette::Text);
+  grid.setAlpha(40);
+  p.setPen(grid);
+  for (double v = 0; v <= ytop + 1; v += ystep) {
+    double y = yOf(v);
+    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+  }
+  p.setPen(pal.color(QPalette::Text));
+  for (double v = 0; v <= ytop + 1; v += ystep)
+    p.drawText(QRectF(0, yOf(v) - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter, bytesText(int64_t(v)));
+  double tstep = niceStep(double(v1_ - v0_), std::max(2, int(plot.width() / 110)));
+  for (double t = std::ceil(double(v0_) / tstep) * tstep; t <= double(v1_); t += tstep) {
+    double x = xOf(int64_t(t));
+    p.setPen(grid);
+    p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(QRectF(x - 50, plot.bottom() + 2, 100, kBottom - 2), Qt::AlignCenter, timeText(int64_t(t)));
+  }
+  p.drawRect(plot);
+
+  // Series: the envelope (min..max of each column) filled lightly, the value at each end drawn.
+  p.save();
+  p.setClipRect(plot);
+  for (const Drawn& d : drawn) {
+    if (d.curve.points.empty()) continue;
+    QColor c = seriesColor(d.name);
+    QPainterPath env, line;
+    const auto& pts = d.curve.points;
+    pointsDrawn_ += pts.size();
+    // Between two points the value holds (buckets are written only when something happened).
+    std::vector<QPointF> upper, lower;
+    for (size_t k = 0; k < pts.size(); ++k) {
+      double x0 = xOf(pts[k].t_from_ns), x1 = xOf(std::min(pts[k].t_to_ns, k + 1 < pts.size() ? pts[k + 1].t_from_ns : v1_));
+      upper.emplace_back(x0, yOf(double(pts[k].max)));
+      upper.emplace_back(x1, yOf(double(pts[k].max)));
+      lower.emplace_back(x0, yOf(double(pts[k].min)));
+      lower.emplace_back(x1, yOf(double(pts[k].last)));
+      if (k == 0) line.moveTo(x0, yOf(double(pts[k].last)));
+      line.lineTo(x0, yOf(double(pts[k].last)));
+      line.lineTo(x1, yOf(double(pts[k].last)));
+    }
+    env.moveTo(upper.front());
+    for (const auto& q : upper) env.lineTo(q);
+    for (auto it = lower.rbegin(); it != lower.rend(); ++it) env.lineTo(*it);
+    env.closeSubpath();
+    QColor fill = c;
+    fill.setAlpha(60);
+    p.fillPath(env, fill);
+    p.setPen(QPen(c, 1.6));
+    p.drawPath(line);
+  }
+  p.restore();
+
+  // Markers: dashed lines with their names.
+  for (const auto& m : data_->markers) {
+    double x = xOf(m.t_ns);
+    if (x < plot.left() || x > plot.right()) continue;
+    QPen pen(pal.color(QPalette::Text), 1, Qt::DashLine);
+    p.setPen(pen);
+    p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+  }
+
+  // Exact peaks: a triangle at the peak with its size.
+  std::vector<QRectF> labels;
+  for (const Drawn& d : drawn) {
+    if (!d.peak || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
+    QPointF tip(xOf(d.peak->t_ns), yOf(double(d.peak->bytes)));
+    QColor c = seriesColor(d.name);
+    QPolygonF tri;
+    tri << tip << tip + QPointF(-6, -10) << tip + QPointF(6, -10);
+    p.setPen(QPen(pal.color(QPalette::Text), 1));
+    p.setBrush(c);
+    p.drawPolygon(tri);
+    QString label = tr("%1 peak %2").arg(d.name, bytesText(d.peak->bytes));
+    QRectF lr(tip.x() + 8, tip.y() - 16, p.fontMetrics().horizontalAdvance(label) + 4, 14);
+    if (lr.right() > plot.right()) lr.moveRight(tip.x() - 8);
+    if (lr.top() < plot.top()) lr.moveTop(plot.top() + 1);
+    // Labels of peaks close together stack downwards instead of overlapping.
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const QRectF& other : labels)
+        if (other.intersects(lr)) {
+          lr.moveTop(other.bottom() + 1);
+          moved = true;
+        }
+    }
+    labels.push_back(lr);
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(lr, Qt::AlignLeft | Qt::AlignVCenter, label);
+    peaks_.push_back({d.name, d.peak->t_ns, d.peak->bytes, tip});
+  }
+  p.setBrush(Qt::NoBrush);
+
+  // The selected range.
+  if (sel_) {
+    double x0 = std::max(plot.left(), xOf(sel_->first)), x1 = std::min(plot.right(), xOf(sel_->second));
+    if (x1 >= x0) {
+      QColor s = pal.color(QPalette::Highlight);
+      s.setAlpha(70);
+      p.fillRect(QRectF(x0, plot.top(), std::max(1.0, x1 - x0), plot.height()), s);
+      p.setPen(QPen(pal.color(QPalette::Highlight), 1.5));
+      p.drawLine(QPointF(x0, plot.top()), QPointF(x0, plot.bottom()));
+      p.drawLine(QPointF(x1, plot.top()), QPointF(x1, plot.bottom()));
+    }
+  }
+
+  // Legend (click to show or hide a series).
+  double lx = plot.right() - 12;
+  for (auto it = legend_.rbegin(); it != legend_.rend(); ++it) {
+    QString text = it->first;
+    double w = p.fontMetrics().horizontalAdvance(text) + 18;
+    lx -= w;
+    QRectF r(lx, plot.top() + 4, w, 14);
+    it->second = r;
+    QColor c = seriesColor(text);
+    if (hidden_.count(text)) c.setAlpha(60);
+    p.fillRect(QRectF(r.left(), r.top() + 3, 10, 8), c);
+    QColor tc = pal.color(QPalette::Text);
+    if (hidden_.count(text)) tc.setAlpha(100);
+    p.setPen(tc);
+    p.drawText(r.adjusted(13, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, text);
+    lx -= 6;
+  }
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* e) {
+  if (!data_) return;
+  for (const auto& [name, r] : legend_)
+    if (r.contains(e->position())) {
+      setSeriesVisible(name, hidden_.count(name) != 0);
+      return;
+    }
+  dragX_ = e->position().x();
+  dragT_ = timeAt(dragX_);
+  dragV0_ = v0_;
+  dragV1_ = v1_;
+  bool pan = e->button() == Qt::RightButton || e->button() == Qt::MiddleButton ||
+             (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+  drag_ = pan ? Drag::Pan : (e->button() == Qt::LeftButton ? Drag::Select : Drag::None);
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
+  if (!data_) return;
+  double x = e->position().x();
+  if (drag_ == Drag::Pan) {
+    double dt = (dragX_ - x) / plotRect().width() * double(dragV1_ - dragV0_);
+    setView(dragV0_ + int64_t(dt), dragV1_ + int64_t(dt));
+  } else if (drag_ == Drag::Select) {
+    int64_t t = timeAt(x);
+    sel_ = std::make_pair(std::min(t, dragT_), std::max(t, dragT_));
+    update();
+    emit hoverText(tr("selecting %1 to %2 (%3)").arg(timeText(sel_->first), timeText(sel_->second),
+                                                      timeText(sel_->second - sel_->first)));
+  } else if (plotRect().contains(e->position())) {
+    // The value of each visible series under the cursor.
+    int64_t t = timeAt(x);
+    QStringList parts{timeText(t)};
+    for (const auto& s : data_->series) {
+      QString name = QString::fromStdString(s.name);
+      if (hidden_.count(name)) continue;
+      auto it = std::upper_bound(s.series.points.begin(), s.series.points.end(), t,
+                                 [](int64_t v, const an::SeriesPoint& pt) { return v < pt.t_ns; });
+      int64_t v = it == s.series.points.begin() ? 0 : std::prev(it)->value;
+      parts << QString("%1 %2").arg(name, bytesText(v));
+    }
+    emit hoverText(parts.join("   "));
+  }
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
+  if (drag_ == Drag::Select) {
+    if (std::abs(e->position().x() - dragX_) < 3) {
+      // A click, not a drag: clears the selection.
+      if (sel_) {
+        sel_.reset();
+        update();
+        emit rangeSelected(std::nullopt, std::nullopt);
+      }
+    } else if (sel_) {
+      emit rangeSelected(sel_->first, sel_->second);
+    }
+  }
+  drag_ = Drag::None;
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent*) {
+  if (data_) setView(0, data_->end_ns + 1);
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* e) {
+  if (!data_) return;
+  double steps = e->angleDelta().y() / 120.0;
+  double factor = std::pow(0.8, steps);
+  int64_t anchor = timeAt(e->position().x());
+  double f = double(anchor - v0_) / double(std::max<int64_t>(1, v1_ - v0_));
+  int64_t width = int64_t(double(v1_ - v0_) * factor);
+  int64_t from = anchor - int64_t(f * double(width));
+  setView(from, from + width);
+}
+
+void TimelineWidget::keyPressEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Escape && sel_) {
+    sel_.reset();
+    update();
+    emit rangeSelected(std::nullopt, std::nullopt);
+    return;
+  }
+  QWidget::keyPressEvent(e);
+}
+
+}  // namespace memledger::gui
