@@ -70,6 +70,20 @@ void Document::open(const QString& path) {
       d->report = an::report(*d->rec, {}, *control);
       d->series = an::memorySeries(*d->rec, *control);
       d->markers = an::markers(*d->rec);
+      for (const auto& s : d->series) {
+        std::vector<an::Series> levels;
+        for (size_t n = s.series.points.size() / 8; n >= 4096 / 8 && s.series.points.size() > 4096; n /= 8) {
+          if (control->cancelled) throw an::Cancelled();
+          an::Curve c = an::downsample(s.series, 0, INT64_MAX, n);
+          an::Series level;
+          level.exact_peak = s.series.exact_peak;
+          level.points.reserve(c.points.size());
+          for (const an::CurvePoint& p : c.points) level.points.push_back({p.t_from_ns, p.last, p.max, p.min});
+          levels.push_back(std::move(level));
+          if (c.points.size() < 4096) break;
+        }
+        d->levels.push_back(std::move(levels));
+      }
       d->end_ns = d->rec->info().duration_ns;
       for (const auto& s : d->series)
         if (!s.series.points.empty()) d->end_ns = std::max(d->end_ns, s.series.points.back().t_ns);

@@ -25,6 +25,10 @@ struct RecordingData {
   analyzer::Report report;
   std::vector<analyzer::NamedSeries> series;
   std::vector<analyzer::Marker> markers;
+  // Per series (same order), coarser copies for drawing a wide view: each the series
+  // downsampled (analyzer::downsample, the envelope kept) to an eighth of the one before, until
+  // under 4096 points. The timeline draws from the finest one with at most 8 points per column.
+  std::vector<std::vector<analyzer::Series>> levels;
   int64_t end_ns = 0;  // the time axis' end: the run's duration or the last bucket
 };
 

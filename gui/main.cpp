@@ -23,7 +23,7 @@ const char* kUsage =
 }
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
+  memledger::gui::GuiApplication app(argc, argv);
   QApplication::setOrganizationName("memledger");
   QApplication::setApplicationName("memledger-gui");
   QStringList args = QApplication::arguments().mid(1);

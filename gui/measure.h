@@ -5,9 +5,24 @@
 // include painting), and the process's peak RSS against the file's size. One "key=value" line.
 #pragma once
 
+#include <QApplication>
 #include <QString>
 
 namespace memledger::gui {
+
+// The application, timing its outermost event dispatches when `timing` is set: the longest is
+// how long the GUI thread was busy with one event (a paint, a queued result, a mouse event).
+class GuiApplication : public QApplication {
+ public:
+  using QApplication::QApplication;
+  bool notify(QObject* receiver, QEvent* event) override;
+  static inline bool timing = false;
+  static inline qint64 maxDispatchNs = 0;
+  static inline QString slowest;  // "ClassName/event type" of the longest dispatch
+
+ private:
+  int depth_ = 0;
+};
 
 class MainWindow;
 int measureWindow(MainWindow& window, const QString& file);

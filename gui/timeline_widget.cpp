@@ -132,11 +132,25 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   };
   std::vector<Drawn> drawn;
   int64_t ymax = 1;
-  for (const auto& s : data_->series) {
+  for (size_t si = 0; si < data_->series.size(); ++si) {
+    const auto& s = data_->series[si];
     QString name = QString::fromStdString(s.name);
     legend_.emplace_back(name, QRectF());
     if (hidden_.count(name)) continue;
-    Drawn d{name, an::downsample(s.series, v0_, v1_, columns), s.series.exact_peak};
+    // The finest copy with at most 8 points per column in view: a paint stays linear in pixels.
+    const an::Series* source = &s.series;
+    auto inView = [&](const an::Series& x) {
+      auto lo = std::lower_bound(x.points.begin(), x.points.end(), v0_,
+                                 [](const an::SeriesPoint& p, int64_t t) { return p.t_ns < t; });
+      auto hi = std::lower_bound(lo, x.points.end(), v1_, [](const an::SeriesPoint& p, int64_t t) { return p.t_ns < t; });
+      return size_t(hi - lo);
+    };
+    if (si < data_->levels.size())
+      for (const an::Series& level : data_->levels[si]) {
+        if (inView(*source) <= columns * 4) break;
+        source = &level;
+      }
+    Drawn d{name, an::downsample(*source, v0_, v1_, columns), s.series.exact_peak};
     for (const auto& pt : d.curve.points) ymax = std::max(ymax, pt.max);
     drawn.push_back(std::move(d));
   }
@@ -191,6 +205,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   // Series: the envelope (min..max of each column) filled lightly, the value at each end drawn.
   p.save();
   p.setClipRect(plot);
+  // The series are steps on pixel columns: antialiasing them costs most of a paint and shows nothing.
+  p.setRenderHint(QPainter::Antialiasing, false);
   for (const Drawn& d : drawn) {
     if (d.curve.points.empty()) continue;
     QColor c = seriesColor(d.name);
