@@ -337,8 +337,9 @@ void noteFinalizing() {
 }
 
 void init() {
+  // Off: no frames, but leaks still count at finalization (the stacks are native ones).
   const char* env = getenv("MEMLEDGER_PYTHON");
-  if (env && strcmp(env, "0") == 0) return;
+  bool framesOff = env && strcmp(env, "0") == 0;
   void* rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
   if (!rt) return;  // not a Python process
   uint64_t hex = 0;
@@ -392,7 +393,7 @@ void init() {
   g_evalEnd = g_evalStart + sym->st_size;
   g_version = hex;
   g_finalizing = reinterpret_cast<const uint64_t*>(g_rt + g_l->rtFinalizing);
-  g_on = true;
+  g_on = !framesOff;
 }
 
 }  // namespace memledger::preload::py
