@@ -252,6 +252,11 @@ struct Leaks {
   int64_t bytes = 0;
   std::vector<SiteAmount> sites;  // grouped by stack and kind, bytes descending
   size_t site_count = 0;          // sites before the `top` cut
+  // Python (schema 6): a CPython image's leaks are what was live when its interpreter started
+  // finalizing (its own code had finished), as memray counts them; what finalization itself
+  // did not free (blocks live at exit) is counted apart here. 0 processes: none was Python.
+  int64_t python_processes = 0;
+  int64_t finalization_left_count = 0, finalization_left_bytes = 0;
 };
 
 struct KindPeak {

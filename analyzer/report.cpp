@@ -93,7 +93,11 @@ json toJson(const Leaks& l) {
     if (!s.origin_reason.empty()) j["origin_reason"] = s.origin_reason;
     sites.push_back(std::move(j));
   }
-  return {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites}};
+  json j = {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites}};
+  if (l.python_processes)  // Python images: counted when the interpreter started finalizing
+    j["python"] = {{"processes", l.python_processes}, {"counted_at", "interpreter finalization"},
+                   {"left_by_finalization", {{"count", l.finalization_left_count}, {"bytes", l.finalization_left_bytes}}}};
+  return j;
 }
 
 json toJson(const Peak& p) {

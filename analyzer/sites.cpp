@@ -213,7 +213,9 @@ std::vector<Site> sites(const Recording& rec, const Filter& filter) {
 
 Leaks leaks(const Recording& rec, const Filter& filter) {
   Leaks out;
-  std::string images = detail::imageCondition(rec, filter, "image_id");
+  // Python images count at their interpreter's finalization (python_leaks.cpp); the rest here.
+  std::string pyImages = detail::pythonLeaks(rec, filter, out);
+  std::string images = detail::imageCondition(rec, filter, "image_id") + pyImages;
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
   if (filter.t_from_ns || filter.t_to_ns) {
     // Every leaked block has its own row (never folded), so the time filter is exact here.
@@ -233,6 +235,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     if (filter.kind) q.bind(1, *filter.kind);
     while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
   }
+  out.count = out.bytes = 0;
   for (const auto& s : out.sites) {
     out.count += s.count;
     out.bytes += s.bytes;

@@ -187,6 +187,11 @@ class Statement {
 // condition "image_id IN (...)": the list is built from integers only, never from user text.
 std::string imageCondition(const Recording& rec, const Filter& filter, const char* column);
 
+// Python images (schema 6, python_leaks.cpp): adds to out.sites their leaks as of their
+// interpreter's finalization and sets out.python_*; returns an SQL condition on image_id that
+// leaves those images out (empty: there are none).
+std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out);
+
 // Whether a site kind passes the filter.
 inline bool kindMatches(const Filter& filter, const std::string& kind) {
   return !filter.kind || *filter.kind == kind;

@@ -1,6 +1,7 @@
 // memledger record [-o FILE] [--force] [options] -- PROGRAM ARGS...
 // Checks everything that can fail before the program starts (program runnable, preload library
 // present, output file creatable), then hands over to the recorder's session.
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,7 +87,8 @@ int cmdRecord(int argc, char** argv) {
 
   CLI::App app{"Record a program's memory into one SQLite file (zstd-compressed once complete)", "memledger record"};
   std::string output;
-  bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false;
+  bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false,
+       noPython = false;
   double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
@@ -98,6 +100,8 @@ int cmdRecord(int argc, char** argv) {
                                  "also write a row for each freed block that lived at least this long")
                       ->check(CLI::NonNegativeNumber);
   app.add_option("--bucket-ms", bucketMs, "timeline bucket width")->check(CLI::PositiveNumber);
+  app.add_flag("--no-python", noPython,
+               "no Python frames in the stacks of CPython processes, native frames only (leaks still count when the interpreter starts finalizing: docs/python.md)");
   app.add_flag("--no-symbols", noSymbols, "skip symbolization at the end (frames stay empty)");
   app.add_flag("--no-compress", noCompress,
                "keep FILE plain SQLite (default: once the recording is complete it is compressed "
@@ -139,6 +143,8 @@ int cmdRecord(int argc, char** argv) {
                  program[0].c_str());
   std::fprintf(stderr, "memledger: recording '%s' to %s\n", program[0].c_str(), output.c_str());
 
+  // The preload library reads it in every process of the tree (interpose/python_frames.h).
+  if (noPython) setenv("MEMLEDGER_PYTHON", "0", 1);
   recorder::SessionOptions opt;
   opt.argv = program;
   opt.programPath = programPath;

@@ -110,10 +110,18 @@ std::string peakScope(const an::Peak& p) {
   return "pid " + std::to_string(p.pid);
 }
 
+// Python (docs/python.md): which instant a Python process's leaks were counted at.
+std::string pythonLeakBasis(const an::Leaks& l) {
+  return fmt("(Python: live when the interpreter started finalizing, in %s; finalization left %s, %s)",
+             plural(l.python_processes, "process", "processes").c_str(),
+             plural(l.finalization_left_count, "block", "blocks").c_str(), formatBytes(l.finalization_left_bytes).c_str());
+}
+
 std::string textSummary(const an::Report& r) {
   std::string out = "Summary\n";
   out += fmt("  leaks          %s, %s in %s\n", plural(r.leaks.count, "block", "blocks").c_str(),
              formatBytes(r.leaks.bytes).c_str(), plural(static_cast<int64_t>(r.leaks.site_count), "site", "sites").c_str());
+  if (r.leaks.python_processes) out += "                 " + pythonLeakBasis(r.leaks) + "\n";
   out += fmt("  heap peak      %s at %s (%s)\n", formatBytes(r.peak.bytes).c_str(),
              formatDuration(r.peak.time_ns).c_str(), peakScope(r.peak).c_str());
   for (const auto& s : r.peak.spaces)
@@ -150,6 +158,7 @@ std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
   std::string out = fmt("Leaks: %s, %s in %s\n", plural(l.count, "block", "blocks").c_str(),
                         formatBytes(l.bytes).c_str(),
                         plural(static_cast<int64_t>(l.site_count), "site", "sites").c_str());
+  if (l.python_processes) out += "  " + pythonLeakBasis(l) + "\n";
   out += siteList(l.sites, opt, "sites");
   if (l.site_count > std::max(l.sites.size(), opt.top))
     out += fmt("  ... %zu more sites (--top N to see more)\n", l.site_count - l.sites.size());

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ring_writer.h"
+#include "python_frames.h"
 #include "unwinder.h"
 
 namespace memledger::preload {
@@ -26,6 +27,10 @@ struct StackCache {
   uint32_t sentN;
   uint64_t sentHash;
   uint64_t sent[wire::kMaxFrames];
+  // Python frames (python_frames.h): the thread's code serials and its last walk.
+  py::ThreadCodes codes;
+  py::PyStack py;
+  uint64_t merged[wire::kMaxFrames];
 };
 
 namespace {
@@ -120,18 +125,33 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
   if (!h) return;
   StackCache* cache = t_state.cache;
   if (ML_UNLIKELY(!cache)) cache = t_state.cache = acquireCache();
+  py::checkFinalizing();
   uint64_t ips[wire::kMaxFrames];
   unwind::Captured st = unwind::capture(cache ? &cache->trace : nullptr, ips);
   int n = st.n;
   uint64_t hash = st.hash;
-  bool sendStack = n > 0 && firstSight(cache, hash);
-  if (sendStack && !st.framesOut) unwind::framesOf(&cache->trace, st, ips);
+  // Python frames: folded into the hash (a new line under the same native frames is a new
+  // stack), merged into the frames only when the stack is sent.
+  py::PyStack* ps = nullptr;
+  if (py::g_on && cache) {
+    ps = &cache->py;
+    py::walk(&cache->codes, *ps);
+    if (ps->unsent) py::sendCodes(*ps);
+    if (ps->n) hash = py::foldHash(n ? hash : wire::kHashSeed, *ps);
+    else ps = nullptr;
+  }
+  bool sendStack = (n > 0 || ps) && firstSight(cache, hash);
+  if (sendStack && n > 0 && !st.framesOut) unwind::framesOf(&cache->trace, st, ips);
   // Module records for code the stack runs in go before the Stack record that needs them.
   // Outer frames shared with the thread's last Stack record are not sent again.
   int shared = 0;
   uint64_t base = 0;
   if (sendStack) {
     modulesEnsureCover(ips, n);
+    if (ps) {
+      n = py::merge(ips, n, *ps, cache->merged, wire::kMaxFrames);
+      std::memcpy(ips, cache->merged, static_cast<size_t>(n) * sizeof(uint64_t));
+    }
     if (cache && cache->sentN) {
       int m = static_cast<int>(cache->sentN);
       while (shared < n && shared < m && ips[n - 1 - shared] == cache->sent[m - 1 - shared]) ++shared;
@@ -162,6 +182,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
 }
 
 Reservation reserveRelease(uint32_t slots) {
+  py::checkFinalizing();
   Reservation r;
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (h) ring::reserve(h, slots, &r);  // leaves r empty when nothing was reserved

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "arena.h"
+#include "python_frames.h"
 #include "runtime.h"
 #include "unwinder.h"
 
@@ -257,6 +258,7 @@ void startRecording() {
   if (!g_haveDir) return;
   pthread_atfork(nullptr, nullptr, &childAfterFork);
   modulesInit(g_exePath);
+  py::init();
   if (registerRing(false)) {
     t_state.busy = 1;
     modulesRescan();  // the initial modules, first in the ring
@@ -316,6 +318,7 @@ void childAfterFork() {
   resetCachesAfterFork();
   arena::resetAfterFork();
   unwind::resetAfterFork();
+  py::resetAfterFork();
   if (g_haveDir && !g_noFollow && registerRing(true)) modulesRescan();
   t_state.busy = saved;
 }

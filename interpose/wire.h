@@ -94,6 +94,11 @@ enum class RecordType : uint8_t {
   ModuleGone = 11,  // a=load bias, b=start (dlclose made a module go away)
   PoolCreate = 12,  // a=base, b=reserved bytes, tag=pool id (> 0); aux=name length, name follows
   PoolDestroy = 13, // tag=pool id: the pool and every block still in it go away
+  // ---- Python frames (docs/python.md; values 18..23 are this feature's)
+  // a=code serial, b=first line, c=PY_VERSION_HEX, tag=name bytes | file bytes << 16,
+  // aux=text bytes: name, file, then the code object's line table (co_linetable), in continuations
+  PyCode = 18,
+  PyFinalize = 19,  // the interpreter started finalizing (_PyRuntime._finalizing became set)
   Count
 };
 
@@ -123,7 +128,7 @@ struct alignas(16) Record {
   uint64_t a, b, c;
 };
 static_assert(sizeof(Record) == 48, "the ring's record layout is part of the wire format");
-static_assert(static_cast<int>(RecordType::Count) == 14, "append new record types at the end");
+static_assert(static_cast<int>(RecordType::Count) == 20, "append new record types at the end");
 
 // A continuation slot carries payload for the record before it. Its first 4 bytes are its own
 // publication stamp; the remaining 44 bytes are payload (5 frames, or 44 bytes of text).
@@ -172,7 +177,8 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::Stack: return continuationSlotsForFrames(aux);
     case RecordType::Module:
     case RecordType::Marker:
-    case RecordType::PoolCreate: return continuationSlotsForText(aux);
+    case RecordType::PoolCreate:
+    case RecordType::PyCode: return continuationSlotsForText(aux);
     case RecordType::Alloc:
     case RecordType::Free: return (aux & kAuxExtra) ? 1 : 0;
     case RecordType::Nop:
@@ -183,6 +189,7 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::Continuation:
     case RecordType::ModuleGone:
     case RecordType::PoolDestroy:
+    case RecordType::PyFinalize:
     case RecordType::Count: return 0;
   }
   return 0;

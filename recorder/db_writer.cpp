@@ -107,6 +107,10 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
   w->siteTimeline_ = w->prepare("INSERT INTO site_buckets(image_id, buckets) VALUES (?,?)");
   w->marker_ = w->prepare("INSERT INTO markers(image_id, t_ns, name) VALUES (?,?,?)");
+  w->pyCode_ = w->prepare(
+      "INSERT OR REPLACE INTO python_code(image_id, serial, name, file, first_line, version, linetable) "
+      "VALUES (?,?,?,?,?,?,?)");
+  w->pyFinal_ = w->prepare("INSERT OR REPLACE INTO python_finalize(image_id, t_ns) VALUES (?,?)");
   w->space_ = w->prepare(
       "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -121,7 +125,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
-                           timeline_, siteTimeline_, marker_, space_, peakSite_})
+                           timeline_, siteTimeline_, marker_, space_, peakSite_, pyCode_, pyFinal_})
     sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
@@ -395,6 +399,27 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<Site
   ++siteBuckets_.count;
 }
 
+// ---- Python frames (schema version 6)
+void DbWriter::insertPythonCode(int64_t image, uint64_t serial, std::string_view name, std::string_view file,
+                                int64_t firstLine, uint64_t version, std::string_view linetable) {
+  if (!pyCode_) return;
+  sqlite3_bind_int64(pyCode_, 1, image);
+  bindU(pyCode_, 2, serial);
+  sqlite3_bind_text(pyCode_, 3, name.data(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(pyCode_, 4, file.data(), static_cast<int>(file.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(pyCode_, 5, firstLine);
+  bindU(pyCode_, 6, version);
+  sqlite3_bind_blob(pyCode_, 7, linetable.data(), static_cast<int>(linetable.size()), SQLITE_TRANSIENT);
+  step(pyCode_);
+}
+
+void DbWriter::insertPythonFinalize(int64_t image, uint64_t t_ns) {
+  if (!pyFinal_) return;
+  sqlite3_bind_int64(pyFinal_, 1, image);
+  bindU(pyFinal_, 2, t_ns);
+  step(pyFinal_);
+}
+
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
   if (!marker_) return;
   sqlite3_bind_int64(marker_, 1, image);
@@ -448,7 +473,8 @@ void DbWriter::close() {
   commit();
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
-                            &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_}) {
+                            &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_,
+                            &pyCode_, &pyFinal_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

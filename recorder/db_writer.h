@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,10 @@ class DbWriter {
   // (see the schema).
   void insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<SiteBucketEntry>& entries);
   void insertMarker(int64_t image, uint64_t t_ns, const std::string& name);
+  // Python frames (schema version 6's block)
+  void insertPythonCode(int64_t image, uint64_t serial, std::string_view name, std::string_view file,
+                        int64_t firstLine, uint64_t version, std::string_view linetable);
+  void insertPythonFinalize(int64_t image, uint64_t t_ns);
   void insertSpace(const SpaceRow& row);
   void insertPeakSite(const PeakSiteRow& row);
 
@@ -189,7 +194,7 @@ class DbWriter {
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
-               *space_ = nullptr, *peakSite_ = nullptr;
+               *space_ = nullptr, *peakSite_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr;
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

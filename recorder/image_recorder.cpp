@@ -112,12 +112,29 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::PoolDestroy:
       onPoolDestroy(r);
       break;
+    case RecordType::PyCode:
+      onPyCode(r);
+      break;
+    case RecordType::PyFinalize:
+      if (!pyFinalizeNs_) {
+        pyFinalizeNs_ = std::max<uint64_t>(rel(r.ts), 1);
+        db_.insertPythonFinalize(id_, pyFinalizeNs_);
+      }
+      break;
     case RecordType::Nop:
     case RecordType::ThreadName:    // reserved
     case RecordType::Continuation:  // stray: its head was dropped
     case RecordType::Count:
       break;
   }
+}
+
+// A Python code object (wire.h PyCode): name, file and line table, for the symbolizer.
+void ImageRecorder::onPyCode(const Decoded& r) {
+  size_t name = r.tag & 0xffff, file = r.tag >> 16;
+  if (name + file > r.text.size()) return;
+  db_.insertPythonCode(id_, r.a, r.text.substr(0, name), r.text.substr(name, file),
+                       static_cast<int32_t>(r.b), r.c, r.text.substr(name + file));
 }
 
 // A pool that goes takes its blocks with it: they are released, not leaked.
@@ -398,7 +415,9 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   }
   uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
-  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
+  // A block live when the interpreter started finalizing keeps its row (python_finalize).
+  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns || (pyFinalizeNs_ && b.tAlloc() < pyFinalizeNs_))
+    row = writeAllocation(b, addr, t, reallocOf);
   if (s.account == kHeap) ++bucket_.frees;
   accountChanged(s.account, -static_cast<int64_t>(size), t);
   return row;

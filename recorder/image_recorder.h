@@ -274,6 +274,9 @@ class ImageRecorder final : public RecordSink {
   RecordingOptions opt_;
   const ImageRecorder* forkParent_;
   bool closed_ = false;
+  // Python: the time its interpreter started finalizing (rel ns), 0 none (python_frames.h).
+  uint64_t pyFinalizeNs_ = 0;
+  void onPyCode(const Decoded& r);
   uint64_t events_ = 0;
 
   FlatMap<uint32_t> stackByHash_;

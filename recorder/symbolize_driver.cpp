@@ -8,6 +8,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "python_lines.h"
+
 namespace memledger::recorder {
 namespace {
 
@@ -97,7 +99,28 @@ struct SymbolizeJob::Data {
   std::map<std::string, std::string> buildIds;
   SymbolizeStats stats;
   int64_t lastIp = 0;
+  // Python code objects by (image, serial) (schema version 6), and the frames of Python ips.
+  struct PyCode {
+    std::string name, file, table;
+    int firstLine = 0;
+    uint64_t version = 0;
+  };
+  std::map<std::pair<int64_t, uint32_t>, PyCode> pyCodes;
+  std::map<size_t, std::vector<SymbolFrame>> pyFrames;  // by index in ips
+  const PyCode* pyCode(int64_t image, uint32_t serial) const;
 };
+
+// A fork child resends what it uses on its own ring; its parent's rows serve what it did not.
+const SymbolizeJob::Data::PyCode* SymbolizeJob::Data::pyCode(int64_t image, uint32_t serial) const {
+  for (int depth = 0; depth < 64; ++depth) {
+    auto it = pyCodes.find({image, serial});
+    if (it != pyCodes.end()) return &it->second;
+    auto im = images.find(image);
+    if (im == images.end() || !im->second.forked || !im->second.parent) return nullptr;
+    image = *im->second.parent;
+  }
+  return nullptr;
+}
 
 SymbolizeJob::SymbolizeJob() : d_(std::make_unique<Data>()) {}
 SymbolizeJob::~SymbolizeJob() = default;
@@ -137,6 +160,20 @@ bool SymbolizeJob::read(sqlite3* db, std::string* error, int64_t afterIp) {
       // The main program may be reported without a name: it is the image's executable.
       if (m.path.empty() && d.images.count(m.image)) m.path = d.images[m.image].exe;
       d.modules.push_back(std::move(m));
+    }
+  }
+  {
+    // Absent before version 6: no Python frames.
+    Stmt q(db, "SELECT image_id, serial, name, file, first_line, version, linetable FROM python_code");
+    while (q && sqlite3_step(q.get()) == SQLITE_ROW) {
+      Data::PyCode c;
+      c.name = columnText(q.get(), 2);
+      c.file = columnText(q.get(), 3);
+      c.firstLine = sqlite3_column_int(q.get(), 4);
+      c.version = static_cast<uint64_t>(sqlite3_column_int64(q.get(), 5));
+      const void* blob = sqlite3_column_blob(q.get(), 6);
+      c.table.assign(static_cast<const char*>(blob ? blob : ""), static_cast<size_t>(sqlite3_column_bytes(q.get(), 6)));
+      d.pyCodes[{sqlite3_column_int64(q.get(), 0), static_cast<uint32_t>(sqlite3_column_int64(q.get(), 1))}] = std::move(c);
     }
   }
   {
@@ -213,6 +250,20 @@ void SymbolizeJob::compute(SymbolSource& source) {
   auto ipAt = [&d](size_t i) { return std::pair{d.ips[i].image, d.ips[i].address}; };
   matchModules(d.images, d.modules, d.ips.size(), ipAt, [&](size_t i, const ModuleRow* m) {
     ++st.ips;
+    if (isPythonFrame(d.ips[i].address)) {  // a Python frame: its code object's name, file, line
+      SymbolFrame f;
+      if (const Data::PyCode* c = d.pyCode(d.ips[i].image, pythonSerial(d.ips[i].address))) {
+        f.function = c->name;
+        f.file = c->file;
+        f.line = pythonLine(c->version, c->table, c->firstLine, pythonOffset(d.ips[i].address));
+        ++st.resolved;
+      } else {
+        f.function = "<python>";
+      }
+      d.pyFrames[i] = {f};
+      d.framesOf[i] = &d.pyFrames[i];
+      return true;
+    }
     if (!m) return true;  // no frames: readers show the raw address
     ++st.withModule;
     d.moduleOf[i] = m;
@@ -262,12 +313,14 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
   if (!setModule || !addFrame || !setBuildId) return fail("prepare");
   for (size_t i = 0; i < d.ips.size(); ++i) {
     const ModuleRow* m = d.moduleOf[i];
-    if (!m) continue;
+    if (!m && !d.framesOf[i]) continue;
     int64_t ipId = d.ips[i].id;
-    sqlite3_bind_int64(setModule.get(), 1, m->id);
-    sqlite3_bind_int64(setModule.get(), 2, ipId);
-    if (sqlite3_step(setModule.get()) != SQLITE_DONE) return fail("write ips");
-    sqlite3_reset(setModule.get());
+    if (m) {
+      sqlite3_bind_int64(setModule.get(), 1, m->id);
+      sqlite3_bind_int64(setModule.get(), 2, ipId);
+      if (sqlite3_step(setModule.get()) != SQLITE_DONE) return fail("write ips");
+      sqlite3_reset(setModule.get());
+    }
     int depth = 0;
     for (const SymbolFrame& f : *d.framesOf[i]) {
       sqlite3_stmt* s = addFrame.get();

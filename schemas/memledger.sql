@@ -23,7 +23,9 @@
 -- everything else is as in version 2.
 -- Version 4: the per-site aggregates are packed too, in `site_totals` (which replaces the `sites`
 -- table; readers present it as a relation named `sites` with the same columns, see there).
--- Version 5 (this file): memory kinds come from one registry (schemas/kinds.h: code, name,
+-- Version 6 (this file): version 5 plus Python frames (the python_code and python_finalize
+-- tables, see their block below).
+-- Version 5: memory kinds come from one registry (schemas/kinds.h: code, name,
 -- address space, shape) and every kind counts in its own account: an address space (host heap,
 -- host mmap, each device, pinned host, managed) or a pool (reserved memory counted once, where
 -- it lives, with blocks in use inside it). `spaces` names each image's accounts with their exact
@@ -31,7 +33,7 @@
 -- `peak_sites` is the live set at that simultaneous peak; site_totals entries carry their
 -- account; timeline entries carry the accounts other than heap and mmap. Custom blocks
 -- (memledger_alloc) are in use of a pool, no longer heap. Readers of version 5 read 1 to 4.
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
@@ -286,6 +288,33 @@ CREATE TABLE markers (
   t_ns      INTEGER NOT NULL,
   name      TEXT NOT NULL
 );
+
+-- ---- Version 6: Python frames (docs/python.md) ----
+-- In a CPython process, stacks carry Python frames in place of the interpreter's evaluation
+-- loop. A Python frame's ip has bit 63 set (ips.address, a signed integer, is negative):
+-- (code serial << 32) | instruction offset in code units; its module_id is NULL and its one
+-- `frames` row names the Python function (qualified name), its .py file and line, resolved from
+-- its code object below. Readers of version 6 read 1 to 5 (no Python tables).
+CREATE TABLE python_code (
+  image_id    INTEGER NOT NULL,
+  serial      INTEGER NOT NULL,       -- the code object's number in its process (ip bits 32-62)
+  name        TEXT NOT NULL,          -- co_qualname (3.10: co_name)
+  file        TEXT NOT NULL,          -- co_filename
+  first_line  INTEGER NOT NULL,       -- co_firstlineno
+  version     INTEGER NOT NULL,       -- PY_VERSION_HEX of the interpreter: the line table's format
+  linetable   BLOB NOT NULL,          -- co_linetable as the interpreter held it
+  PRIMARY KEY (image_id, serial)
+) WITHOUT ROWID;
+
+-- When a Python image's interpreter started finalizing (_PyRuntime._finalizing set: the
+-- program's own code, atexit handlers included, had finished). For such an image every block
+-- live then and freed later has an `allocations` row (t_free set), so what was live at that
+-- instant (its Python leaks) and what finalization left (blocks never freed) both stay exact.
+CREATE TABLE python_finalize (
+  image_id    INTEGER PRIMARY KEY,
+  t_ns        INTEGER NOT NULL
+);
+-- ---- end of version 6's Python block ----
 
 -- @finish: the statements below run when the recording is finished (no per-row index
 -- maintenance while recording).

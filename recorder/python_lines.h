@@ -1,0 +1,22 @@
+// Line numbers of Python frames from their code objects' line tables, in the recorder (the
+// traced process only sends each code object's co_linetable once: interpose/python_frames.h).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace memledger::recorder {
+
+// The line of the instruction at `offset` (code units) of a code object whose co_linetable is
+// `table` and co_firstlineno `firstLine`, for interpreter version `versionHex` (PY_VERSION_HEX):
+// 3.10's (address delta, line delta) pairs, 3.11+'s location table. 0 when it has none (or the
+// table is cut short or malformed).
+int pythonLine(uint64_t versionHex, std::string_view table, int firstLine, uint64_t offset);
+
+// An ip of a Python frame (bit 63 set: python_frames.h) and its parts.
+inline constexpr uint64_t kPythonFrameBit = 1ull << 63;
+inline bool isPythonFrame(uint64_t address) { return (address & kPythonFrameBit) != 0; }
+inline uint32_t pythonSerial(uint64_t address) { return static_cast<uint32_t>((address >> 32) & 0x7fffffff); }
+inline uint32_t pythonOffset(uint64_t address) { return static_cast<uint32_t>(address); }
+
+}  // namespace memledger::recorder
