@@ -106,6 +106,12 @@ int cmdRecord(int argc, char** argv) {
   app.add_flag("--no-compress", noCompress,
                "keep FILE plain SQLite (default: once the recording is complete it is compressed "
                "with zstd; `zstd -d < FILE > plain.db` gives the SQLite file back)");
+  std::string scan = "on";
+  app.add_option("--scan", scan,
+                 "on|off: at each process's normal exit scan its memory for pointers and classify "
+                 "its leaks as definite/indirect/possible/reachable (docs/leak-kinds.md; the process "
+                 "waits while its heap is read, ~1 s per GiB live)")
+      ->check(CLI::IsMember({"on", "off"}));
   std::vector<char*> cargv;
   for (std::string& s : ours) cargv.push_back(s.data());
   try {
@@ -153,6 +159,7 @@ int cmdRecord(int argc, char** argv) {
   opt.followChildren = !noFollow;
   opt.symbolize = !noSymbols;
   opt.compress = !noCompress;
+  opt.leakScan = scan == "on";
   opt.warnIfNothingRegisters = !bin.isStatic && !bin.secure;
   opt.recording.fold = !noFold;
   opt.recording.fold_threshold_ns =

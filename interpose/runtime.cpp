@@ -222,6 +222,10 @@ bool registerRing(bool forked) {
   memcpy(addr.sun_path, g_socketPath, sizeof(addr.sun_path));
   bool sent = false;
   if (sock >= 0 && syscall(SYS_connect, sock, &addr, sizeof(addr)) == 0) {
+    ucred peer{};
+    socklen_t peerLen = sizeof(peer);
+    if (syscall(SYS_getsockopt, sock, SOL_SOCKET, SO_PEERCRED, &peer, &peerLen) == 0)
+      noteRecorderPid(static_cast<uint32_t>(peer.pid));
     iovec iov{g_helloBuffer, msgLen};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr msg{};
@@ -325,10 +329,15 @@ void childAfterFork() {
 
 void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-  return r < 0 && r > -4096 ? MAP_FAILED : reinterpret_cast<void*>(r);
+  if (r < 0 && r > -4096) return MAP_FAILED;
+  noteOwnMapping(reinterpret_cast<void*>(r), len);
+  return reinterpret_cast<void*>(r);
 }
 
-int rawMunmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_munmap, addr, len)); }
+int rawMunmap(void* addr, size_t len) {
+  noteOwnUnmap(addr, len);
+  return static_cast<int>(syscall(SYS_munmap, addr, len));
+}
 
 uint32_t fetchTid() {
   t_state.tid = static_cast<uint32_t>(syscall(SYS_gettid));

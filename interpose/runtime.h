@@ -154,8 +154,12 @@ inline bool enter() {
 inline void leave() { t_state.busy = 0; }
 
 // Raw system calls for the library's own memory: never through the program's (hooked) mmap.
+// Every mapping they make is in the own-mappings table the exit scan leaves out (hooks_scan.cpp).
 void* rawMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 int rawMunmap(void* addr, size_t len);
+void noteOwnMapping(const void* p, size_t len);
+void noteOwnUnmap(const void* p, size_t len);
+void noteRecorderPid(uint32_t pid);  // the recorder's pid, for Yama's PR_SET_PTRACER at exit
 uint64_t nowNs();        // CLOCK_MONOTONIC
 extern bool g_clockTsc;  // records are stamped with the TSC (wire.h RingClock)
 extern bool g_rdtscp;    // the CPU has rdtscp

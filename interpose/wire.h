@@ -99,6 +99,13 @@ enum class RecordType : uint8_t {
   // aux=text bytes: name, file, then the code object's line table (co_linetable), in continuations
   PyCode = 18,
   PyFinalize = 19,  // the interpreter started finalizing (_PyRuntime._finalizing became set)
+  // ---- leak kinds (docs/leak-kinds.md): this feature's values are 24..27 ----
+  // The process is at its normal exit (after atexit handlers and destructors) and waits for the
+  // recorder to scan its memory: a=the exiting thread's stack pointer (its registers are saved
+  // above it), b=address of the preload's own mappings table (OwnRange[c], in the process), c=its
+  // entries. The recorder answers in the header's ScanBox.
+  LeakScan = 24,
+  // ---- end leak kinds ----
   Count
 };
 
@@ -128,7 +135,7 @@ struct alignas(16) Record {
   uint64_t a, b, c;
 };
 static_assert(sizeof(Record) == 48, "the ring's record layout is part of the wire format");
-static_assert(static_cast<int>(RecordType::Count) == 20, "append new record types at the end");
+static_assert(static_cast<int>(RecordType::Count) == 25, "append new record types at the end");
 
 // A continuation slot carries payload for the record before it. Its first 4 bytes are its own
 // publication stamp; the remaining 44 bytes are payload (5 frames, or 44 bytes of text).
@@ -190,6 +197,7 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::ModuleGone:
     case RecordType::PoolDestroy:
     case RecordType::PyFinalize:
+    case RecordType::LeakScan:
     case RecordType::Count: return 0;
   }
   return 0;
@@ -222,6 +230,28 @@ struct alignas(64) RingHeader {
 };
 inline constexpr size_t kRingHeaderBytes = 4096;
 static_assert(sizeof(RingHeader) <= kRingHeaderBytes);
+
+// ---- leak kinds (docs/leak-kinds.md) ----
+// The exit scan's mailbox, at a fixed place in the header page (after RingHeader, which may grow
+// up to it). `mode`, set by the recorder when it maps the ring: 0 not known yet (the process asks
+// anyway), 1 scan, 2 no scan (`--scan off`: the process does not ask). `state`: the process sets 1
+// before it sends LeakScan and waits (futex, shared) until the recorder stores 2 (scanned) or 3
+// (not scanned) and wakes it; it gives up when the heartbeat goes stale.
+struct ScanBox {
+  std::atomic<uint32_t> state;
+  std::atomic<uint32_t> mode;
+};
+inline constexpr size_t kScanBoxOffset = 3072;
+static_assert(sizeof(RingHeader) <= kScanBoxOffset && kScanBoxOffset + sizeof(ScanBox) <= kRingHeaderBytes);
+inline ScanBox* scanBox(void* ringBase) {
+  return reinterpret_cast<ScanBox*>(static_cast<char*>(ringBase) + kScanBoxOffset);
+}
+// One of the preload's own mappings (its heap, rings, caches): never a root of the scan.
+struct OwnRange {
+  std::atomic<uint64_t> start, end;  // 0, 0: a free entry
+};
+inline constexpr uint32_t kMaxOwnRanges = 256;
+// ---- end leak kinds ----
 
 // One lane: the writer's line (head, claim, lock) apart from the reader's (tail).
 struct alignas(64) LaneHeader {

@@ -116,6 +116,10 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   w->peakSite_ = w->prepare(
       "INSERT INTO peak_sites(space, image_id, stack_id, kind, count, bytes) VALUES (?,?,?,?,?,?)");
+  w->leakScan_ = w->prepare(
+      "INSERT OR REPLACE INTO leak_scans(image_id, status, error, t_ns, duration_ns, root_bytes, "
+      "block_bytes, blocks) VALUES (?,?,?,?,?,?,?,?)");
+  w->leakKind_ = w->prepare("INSERT OR REPLACE INTO leak_kinds(allocation_id, kind) VALUES (?,?)");
   if (!w->ok()) {
     *error = w->error_;
     return nullptr;
@@ -125,7 +129,8 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
-                           timeline_, siteTimeline_, marker_, space_, peakSite_, pyCode_, pyFinal_})
+                           timeline_, siteTimeline_, marker_, space_, peakSite_, pyCode_, pyFinal_,
+                           leakScan_, leakKind_})
     sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
@@ -326,6 +331,30 @@ void DbWriter::insertAllocation(const AllocationRow& r) {
   step(st);
 }
 
+// ---- leak kinds ----
+void DbWriter::insertLeakScan(const LeakScanRow& r) {
+  sqlite3_stmt* st = leakScan_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, r.image_id);
+  sqlite3_bind_text(st, 2, r.status.c_str(), -1, SQLITE_TRANSIENT);
+  if (r.error) sqlite3_bind_text(st, 3, r.error->c_str(), -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(st, 3);
+  bindU(st, 4, r.t_ns);
+  bindU(st, 5, r.duration_ns);
+  bindU(st, 6, r.root_bytes);
+  bindU(st, 7, r.block_bytes);
+  bindU(st, 8, r.blocks);
+  step(st);
+}
+
+void DbWriter::insertLeakKind(int64_t allocationId, int kind) {
+  sqlite3_stmt* st = leakKind_;
+  if (!st) return;
+  sqlite3_bind_int64(st, 1, allocationId);
+  sqlite3_bind_int(st, 2, kind);
+  step(st);
+}
+
 using packed::putSigned;
 
 void DbWriter::insertTimeline(const TimelineRow& r) {
@@ -474,7 +503,7 @@ void DbWriter::close() {
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
                             &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_,
-                            &pyCode_, &pyFinal_}) {
+                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

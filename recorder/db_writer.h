@@ -89,6 +89,14 @@ struct AllocationRow {
   std::optional<int64_t> realloc_of;
 };
 
+// ---- leak kinds (schema version 6: leak_scans, leak_kinds) ----
+struct LeakScanRow {
+  int64_t image_id = 0;
+  std::string status = "scanned";  // 'scanned' | 'failed'
+  std::optional<std::string> error;
+  uint64_t t_ns = 0, duration_ns = 0, root_bytes = 0, block_bytes = 0, blocks = 0;
+};
+
 // What one site allocated in one timeline bucket.
 struct SiteBucketEntry {
   uint64_t stack_id, kind, allocs, bytes;
@@ -126,6 +134,9 @@ class DbWriter {
   // commit.
   void insertSite(const SiteRow& row);
   void insertAllocation(const AllocationRow& row);
+  // ---- leak kinds ----
+  void insertLeakScan(const LeakScanRow& row);
+  void insertLeakKind(int64_t allocationId, int kind);
   // Packed into timeline_buckets rows like stack nodes (see the schema), written at 256 entries,
   // an image change, or a commit.
   void insertTimeline(const TimelineRow& row);
@@ -195,6 +206,7 @@ class DbWriter {
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
                *space_ = nullptr, *peakSite_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr;
+  sqlite3_stmt *leakScan_ = nullptr, *leakKind_ = nullptr;  // leak kinds
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

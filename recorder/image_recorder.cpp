@@ -121,6 +121,9 @@ void ImageRecorder::onRecord(const Decoded& r) {
         db_.insertPythonFinalize(id_, pyFinalizeNs_);
       }
       break;
+    case RecordType::LeakScan:  // the process waits in its exit: answered by the hook
+      if (leakScanHook_) leakScanHook_(r);
+      break;
     case RecordType::Nop:
     case RecordType::ThreadName:    // reserved
     case RecordType::Continuation:  // stray: its head was dropped
@@ -546,7 +549,11 @@ void ImageRecorder::close(uint64_t ts) {
     uint64_t address = fromMapKey(key);
     writeAllocation(b, address, std::nullopt, takeReallocOf(b, address));
   };
-  heap_.forEach(leak);
+  heap_.forEach([this](uint64_t key, LiveBlock& b) {
+    uint64_t address = fromMapKey(key);
+    writeLeakKind(writeAllocation(b, address, std::nullopt, takeReallocOf(b, address)), address, b);
+  });
+  if (scanRow_) db_.insertLeakScan(*scanRow_);
   for (Account& a : accounts_)
     if (a.blocks) a.blocks->forEach(leak);
   for (auto& [start, range] : ranges_) {

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -38,6 +39,7 @@
 
 #include "db_writer.h"
 #include "flat_map.h"
+#include "leak_classify.h"
 #include "paged_array.h"
 #include "ring_reader.h"
 
@@ -121,6 +123,16 @@ class ImageRecorder final : public RecordSink {
 
   // A stack this image interned, by its wire hash (fork children look up their parent's).
   bool stackFrames(uint64_t hash, std::vector<uint64_t>* frames) const;
+
+  // ---- leak kinds (image_recorder_scan.cpp, docs/leak-kinds.md) ----
+  // Called for a LeakScan record (the process waits in its exit until the hook answers it).
+  void setLeakScanHook(std::function<void(const Decoded&)> hook) { leakScanHook_ = std::move(hook); }
+  // Classifies the live heap blocks of process `pid` now (r: the LeakScan record); their kinds go
+  // to leak_kinds when the image closes. false when the process could not be scanned.
+  bool runLeakScan(uint32_t pid, const Decoded& r);
+  // Records that the scan was not run (status 'failed', error) for the leak_scans row.
+  void noteLeakScanSkipped(const Decoded& r, const std::string& why);
+  uint64_t leakScanNs() const { return scanRow_ ? scanRow_->duration_ns : 0; }
 
  private:
   struct StackInfo {
@@ -267,6 +279,14 @@ class ImageRecorder final : public RecordSink {
                            uint32_t reallocOf = 0);
   ML_HOT uint32_t takeReallocOf(const LiveBlock& b, uint64_t address);
   void applySamples(uint64_t t);
+
+  // Leak kinds of the blocks live at the scan, by address (sorted), with their allocation time
+  // to tell a block allocated again at the same address after the scan.
+  void writeLeakKind(uint32_t allocationId, uint64_t address, const LiveBlock& b);
+  std::function<void(const Decoded&)> leakScanHook_;
+  std::vector<uint64_t> scanAddress_;
+  std::vector<uint64_t> scanTimeKind_;  // t_alloc << 8 | kind
+  std::optional<LeakScanRow> scanRow_;
 
   Recording& rec_;
   DbWriter& db_;

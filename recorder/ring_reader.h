@@ -87,6 +87,9 @@ class RingReader {
   uint32_t lost() const;
   uint64_t pending() const;         // reserved but not yet consumed, all lanes
   const wire::Hello& hello() const { return hello_; }
+  // ---- leak kinds (ring_reader_scan.cpp): the header's ScanBox (wire.h) ----
+  void setScanMode(bool scan);       // tells the process whether to ask for the exit scan
+  void answerScan(bool scanned);     // wakes the process waiting in its exit
 
  private:
   struct Lane {

@@ -219,6 +219,18 @@ void Session::registerImage(Registration reg) {
   t.pidfd = pidfdOpen(static_cast<pid_t>(s.pid));
   if (t.pidfd < 0) t.dead = !processAlive(s.pid);  // gone before we looked
   t.ring->heartbeat(now);
+  // Leak kinds (docs/leak-kinds.md): a LeakScan record is answered while it is drained, with the
+  // image's live set exactly as the records before it left it.
+  t.ring->setScanMode(opt_.leakScan);
+  RingReader* ringPtr = t.ring.get();
+  ImageRecorder* imgPtr = &img;
+  uint32_t pid = s.pid;
+  bool scan = opt_.leakScan;
+  img.setLeakScanHook([ringPtr, imgPtr, pid, scan](const Decoded& r) {
+    bool ok = false;
+    if (scan) ok = imgPtr->runLeakScan(pid, r);
+    ringPtr->answerScan(ok);
+  });
   heartbeat_.add(t.ring.get());
   tracked_.push_back(std::move(t));
   ++registered_;

@@ -31,7 +31,8 @@ struct SessionOptions {
   bool followChildren = true;
   bool symbolize = true;
   bool compress = true;           // compress the finished file (compress.h); false keeps plain SQLite
-  bool warnIfNothingRegisters = true;  // false when the caller already warned (static binary)
+  bool warnIfNothingRegisters = true;
+  bool leakScan = true;           // the exit scan for leak kinds (docs/leak-kinds.md); `--scan off`  // false when the caller already warned (static binary)
   RecordingOptions recording;     // origin_ns is set by runSession
   std::string version;            // memledger's version, for meta
 };

@@ -23,8 +23,6 @@
 -- everything else is as in version 2.
 -- Version 4: the per-site aggregates are packed too, in `site_totals` (which replaces the `sites`
 -- table; readers present it as a relation named `sites` with the same columns, see there).
--- Version 6 (this file): version 5 plus Python frames (the python_code and python_finalize
--- tables, see their block below).
 -- Version 5: memory kinds come from one registry (schemas/kinds.h: code, name,
 -- address space, shape) and every kind counts in its own account: an address space (host heap,
 -- host mmap, each device, pinned host, managed) or a pool (reserved memory counted once, where
@@ -33,6 +31,9 @@
 -- `peak_sites` is the live set at that simultaneous peak; site_totals entries carry their
 -- account; timeline entries carry the accounts other than heap and mmap. Custom blocks
 -- (memledger_alloc) are in use of a pool, no longer heap. Readers of version 5 read 1 to 4.
+-- Version 6 (this file): version 5 plus Python frames (`python_code`, `python_finalize`) and leak
+-- kinds (`leak_scans`, `leak_kinds`), see their blocks below. Readers of version 6 read 1 to 5
+-- (no Python tables; no leak_kinds: every leak "not classified").
 PRAGMA user_version = 6;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
@@ -315,6 +316,28 @@ CREATE TABLE python_finalize (
   t_ns        INTEGER NOT NULL
 );
 -- ---- end of version 6's Python block ----
+-- ---- leak kinds (version 6, docs/leak-kinds.md) ----
+-- The exit scan of an image that ended normally (exit, return from main): the recorder read the
+-- waiting process's memory and classified its live heap blocks by memcheck's rules. One row per
+-- image the scan was asked for: status 'scanned' (its heap leaks live at the scan have leak_kinds
+-- rows) or 'failed' (error says why). An image without a row was not scanned (a crash, _exit,
+-- exec, `--scan off`, or a file older than version 6): its leaks are "not classified".
+CREATE TABLE leak_scans (
+  image_id     INTEGER PRIMARY KEY,
+  status       TEXT NOT NULL,
+  error        TEXT,
+  t_ns         INTEGER NOT NULL,      -- when the scan was asked for
+  duration_ns  INTEGER NOT NULL,      -- the scan's time (the process waited this long)
+  root_bytes   INTEGER NOT NULL,      -- root memory read (globals, stacks, other mappings)
+  block_bytes  INTEGER NOT NULL,      -- heap block contents read
+  blocks       INTEGER NOT NULL       -- live heap blocks classified
+-- The kind of each leaked heap block (malloc/new family) of a scanned image: 0 definite,
+-- 1 indirect, 2 possible, 3 reachable. A leaked block without a row: not classified (not a heap
+-- kind, or allocated after the scan). Per site: these grouped by the block's stack and kind.
+CREATE TABLE leak_kinds (
+  allocation_id  INTEGER PRIMARY KEY, -- allocations.id
+  kind           INTEGER NOT NULL
+-- ---- end leak kinds ----
 
 -- @finish: the statements below run when the recording is finished (no per-row index
 -- maintenance while recording).
