@@ -94,6 +94,10 @@ enum class RecordType : uint8_t {
   ModuleGone = 11,  // a=load bias, b=start (dlclose made a module go away)
   PoolCreate = 12,  // a=base, b=reserved bytes, tag=pool id (> 0); aux=name length, name follows
   PoolDestroy = 13, // tag=pool id: the pool and every block still in it go away
+  // --- CUDA collector (issue 16; range 14..17) ---
+  CollectorNote = 14,  // aux=text length; text "key=value" follows (memledger_collector_note):
+                       // a collector's own facts (CUPTI status, dropped activity records), kept
+                       // in the recording's meta as collector.KEY (integer values summed)
   Count
 };
 
@@ -123,7 +127,7 @@ struct alignas(16) Record {
   uint64_t a, b, c;
 };
 static_assert(sizeof(Record) == 48, "the ring's record layout is part of the wire format");
-static_assert(static_cast<int>(RecordType::Count) == 14, "append new record types at the end");
+static_assert(static_cast<int>(RecordType::Count) == 15, "append new record types at the end");
 
 // A continuation slot carries payload for the record before it. Its first 4 bytes are its own
 // publication stamp; the remaining 44 bytes are payload (5 frames, or 44 bytes of text).
@@ -172,7 +176,8 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::Stack: return continuationSlotsForFrames(aux);
     case RecordType::Module:
     case RecordType::Marker:
-    case RecordType::PoolCreate: return continuationSlotsForText(aux);
+    case RecordType::PoolCreate:
+    case RecordType::CollectorNote: return continuationSlotsForText(aux);
     case RecordType::Alloc:
     case RecordType::Free: return (aux & kAuxExtra) ? 1 : 0;
     case RecordType::Nop:

@@ -112,6 +112,9 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::PoolDestroy:
       onPoolDestroy(r);
       break;
+    case RecordType::CollectorNote:  // a collector's fact (memledger_collector_note)
+      rec_.noteCollector(r.text);
+      break;
     case RecordType::Nop:
     case RecordType::ThreadName:    // reserved
     case RecordType::Continuation:  // stray: its head was dropped
