@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "cuda_injection.h"
 #include "output_file.h"
 #include "recorder/launch.h"
 #include "recorder/session.h"
@@ -86,7 +87,7 @@ int cmdRecord(int argc, char** argv) {
 
   CLI::App app{"Record a program's memory into one SQLite file (zstd-compressed once complete)", "memledger record"};
   std::string output;
-  bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false;
+  bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false, noCuda = false;
   double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
@@ -102,6 +103,9 @@ int cmdRecord(int argc, char** argv) {
   app.add_flag("--no-compress", noCompress,
                "keep FILE plain SQLite (default: once the recording is complete it is compressed "
                "with zstd; `zstd -d < FILE > plain.db` gives the SQLite file back)");
+  app.add_flag("--no-cuda", noCuda,
+               "do not load the CUDA collector (by default CUDA_INJECTION64_PATH is set to "
+               "libmemledger_cupti.so, beside the preload library, when it is installed)");
   std::vector<char*> cargv;
   for (std::string& s : ours) cargv.push_back(s.data());
   try {
@@ -138,6 +142,7 @@ int cmdRecord(int argc, char** argv) {
     std::fprintf(stderr, "memledger: warning: '%s' is setuid/setgid; the loader ignores LD_PRELOAD, nothing can be recorded\n",
                  program[0].c_str());
   std::fprintf(stderr, "memledger: recording '%s' to %s\n", program[0].c_str(), output.c_str());
+  setupCudaInjection(preload, noCuda);
 
   recorder::SessionOptions opt;
   opt.argv = program;
