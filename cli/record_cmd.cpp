@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "cuda_injection.h"
 #include "output_file.h"
 #include "recorder/launch.h"
 #include "recorder/session.h"
@@ -88,7 +89,7 @@ int cmdRecord(int argc, char** argv) {
   CLI::App app{"Record a program's memory into one SQLite file (zstd-compressed once complete)", "memledger record"};
   std::string output;
   bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false,
-       noPython = false;
+       noPython = false, noCuda = false;
   double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
@@ -112,6 +113,9 @@ int cmdRecord(int argc, char** argv) {
                  "its leaks as definite/indirect/possible/reachable (docs/leak-kinds.md; the process "
                  "waits while its heap is read, ~1 s per GiB live)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--no-cuda", noCuda,
+               "do not load the CUDA collector (by default CUDA_INJECTION64_PATH is set to "
+               "libmemledger_cupti.so, beside the preload library, when it is installed)");
   std::vector<char*> cargv;
   for (std::string& s : ours) cargv.push_back(s.data());
   try {
@@ -148,6 +152,7 @@ int cmdRecord(int argc, char** argv) {
     std::fprintf(stderr, "memledger: warning: '%s' is setuid/setgid; the loader ignores LD_PRELOAD, nothing can be recorded\n",
                  program[0].c_str());
   std::fprintf(stderr, "memledger: recording '%s' to %s\n", program[0].c_str(), output.c_str());
+  setupCudaInjection(preload, noCuda);
 
   // The preload library reads it in every process of the tree (interpose/python_frames.h).
   if (noPython) setenv("MEMLEDGER_PYTHON", "0", 1);

@@ -83,3 +83,17 @@ ML_EXPORT int memledger_collector_record(const memledger_event* ev) {
   leave();
   return 0;
 }
+
+ML_EXPORT int memledger_collector_note(const char* key, const char* value) {
+  if (!key || !value || !*key || strchr(key, '=')) return -1;
+  size_t kl = strlen(key), vl = strlen(value);
+  if (kl + 1 + vl > kMaxText) return -1;
+  char text[kMaxText];
+  memcpy(text, key, kl);
+  text[kl] = '=';
+  memcpy(text + kl + 1, value, vl);
+  if (!enter()) return -1;
+  recordText(RecordType::CollectorNote, 0, 0, 0, text, kl + 1 + vl);
+  leave();
+  return 0;
+}

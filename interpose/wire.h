@@ -94,6 +94,10 @@ enum class RecordType : uint8_t {
   ModuleGone = 11,  // a=load bias, b=start (dlclose made a module go away)
   PoolCreate = 12,  // a=base, b=reserved bytes, tag=pool id (> 0); aux=name length, name follows
   PoolDestroy = 13, // tag=pool id: the pool and every block still in it go away
+  // --- CUDA collector (issue 16; range 14..17) ---
+  CollectorNote = 14,  // aux=text length; text "key=value" follows (memledger_collector_note):
+                       // a collector's own facts (CUPTI status, dropped activity records), kept
+                       // in the recording's meta as collector.KEY (integer values summed)
   // ---- Python frames (docs/python.md; values 18..23 are this feature's)
   // a=code serial, b=first line, c=PY_VERSION_HEX, tag=name bytes | file bytes << 16,
   // aux=text bytes: name, file, then the code object's line table (co_linetable), in continuations
@@ -185,6 +189,7 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::Module:
     case RecordType::Marker:
     case RecordType::PoolCreate:
+    case RecordType::CollectorNote:
     case RecordType::PyCode: return continuationSlotsForText(aux);
     case RecordType::Alloc:
     case RecordType::Free: return (aux & kAuxExtra) ? 1 : 0;

@@ -124,6 +124,9 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::LeakScan:  // the process waits in its exit: answered by the hook
       if (leakScanHook_) leakScanHook_(r);
       break;
+    case RecordType::CollectorNote:  // a collector's fact (memledger_collector_note)
+      rec_.noteCollector(r.text);
+      break;
     case RecordType::Nop:
     case RecordType::ThreadName:    // reserved
     case RecordType::Continuation:  // stray: its head was dropped

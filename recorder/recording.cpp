@@ -155,6 +155,21 @@ void Recording::writeProcess(Image& im) {
   db_.writeProcess(row);
 }
 
+void Recording::noteCollector(std::string_view keyValue) {
+  size_t eq = keyValue.find('=');
+  if (eq == 0 || eq == std::string_view::npos) return;
+  std::string key(keyValue.substr(0, eq));
+  std::string_view value = keyValue.substr(eq + 1);
+  auto digits = [](std::string_view v) {
+    return !v.empty() && v.size() < 19 && v.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  std::string& kept = collectorNotes_[key];
+  if (digits(value) && (kept.empty() || digits(kept)))
+    kept = std::to_string((kept.empty() ? 0 : std::stoull(kept)) + std::stoull(std::string(value)));
+  else
+    kept = std::string(value);
+}
+
 void Recording::finish(uint64_t ts, uint64_t lostRecords) {
   for (Image& im : images_)
     if (!im.rec->closed()) closeImage(im.row.id, ts, im.row.wait_ns, false);
@@ -175,6 +190,7 @@ void Recording::finish(uint64_t ts, uint64_t lostRecords) {
   db_.setMeta("bucket_ns", std::to_string(opt_.bucket_ns));
   if (peakImage) db_.setMeta("peak_image", std::to_string(peakImage));
   writeGlobalPeaks();
+  for (const auto& [key, value] : collectorNotes_) db_.setMeta("collector." + key, value);
   db_.commit();
 }
 

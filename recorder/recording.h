@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "db_writer.h"
@@ -44,6 +45,10 @@ class Recording {
   void setWaitNs(int64_t id, uint64_t waitNs);
   // A wait status (waitpid's) for `pid`, from our own waitpid or a traced parent's ChildStatus.
   void noteWaitStatus(uint32_t pid, int status);
+
+  // A collector's "key=value" (wire CollectorNote): meta collector.KEY at finish(); integer
+  // values add up over the images and notes, any other value is kept as last told.
+  void noteCollector(std::string_view keyValue);
 
   // Writes the remaining facts: processes rows, meta (duration, peak image, ...). Closes images
   // still open at `ts`. Does not set complete=1 (the caller does, after symbolization).
@@ -88,6 +93,7 @@ class Recording {
   RecordingOptions opt_;
   std::vector<Image> images_;  // index = id - 1
   std::vector<GlobalSpace> globals_;
+  std::map<std::string, std::string> collectorNotes_;  // noteCollector()
   std::map<uint32_t, int> pendingStatus_;  // wait statuses of pids not registered (yet)
   int64_t stackIds_ = 0, moduleIds_ = 0;
   uint32_t ipIds_ = 0, allocationIds_ = 0;

@@ -39,6 +39,12 @@ struct memledger_event {
  * struct_size). Never blocks longer than the hooks do, never allocates through the program's heap. */
 int memledger_collector_record(const struct memledger_event* event) __attribute__((weak));
 
+/* A collector's own fact, "key" = "value" (e.g. "cupti.status" = "active", "cupti.dropped" =
+ * "3"): the recording keeps it in its meta table as collector.KEY; integer values add up over
+ * calls and processes, others keep the last one told. Key and value: printable, no '='; together
+ * at most 4 KiB. 0: recorded; -1: not recording or not a valid note. */
+int memledger_collector_note(const char* key, const char* value) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

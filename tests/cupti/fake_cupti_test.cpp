@@ -1,0 +1,193 @@
+// The CUDA collector's glue end to end: `memledger record` sets CUDA_INJECTION64_PATH, the
+// program (fake_cuda_app.cpp, playing the driver over the fake libcupti.so.13) loads
+// libmemledger_cupti.so, and the recording holds its device allocations with their host stacks.
+// Ground truth in fake_cuda_app.cpp's header. Also: the failure modes (another subscriber, the
+// real libcupti without a driver, the user's own CUDA_INJECTION64_PATH, --no-cuda, no memledger).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+using namespace memledger::test;
+
+namespace {
+
+constexpr int64_t MiB = 1 << 20;
+
+std::string fakeDir() { return binaryDir() + "/tests/fakecupti"; }
+std::string fakeApp() { return fakeDir() + "/fake_cuda_app"; }
+std::string probe() { return fakeDir() + "/injection_probe"; }
+std::string collector() { return binaryDir() + "/lib/libmemledger_cupti.so"; }
+
+std::string sqlText(const std::string& dbFile, const std::string& sql) {
+  sqlite3* h = nullptr;
+  std::string v = "<none>";
+  std::string db = plainRecording(dbFile);
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0))
+      v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return v;
+}
+std::string meta(const Recorded& rec, const std::string& key) {
+  return sqlText(rec.db, "SELECT value FROM meta WHERE key = '" + key + "'");
+}
+
+const json* spaceNamed(const json& list, const std::string& name) {
+  for (const json& s : list)
+    if (s["name"] == name) return &s;
+  return nullptr;
+}
+
+// Lines of memledger's own on stderr that are not its usual "recording ..." line.
+int warningLines(const std::string& err) {
+  int n = 0;
+  size_t at = 0;
+  while ((at = err.find("memledger: ", at)) != std::string::npos) {
+    if (err.compare(at, 21, "memledger: recording ") != 0) ++n;
+    at += 11;
+  }
+  return n;
+}
+
+const Recorded& fakeRun() {
+  static Recorded rec = record(fakeApp(), {"0"}, RunOptions{{}, {"CUDA_INJECTION64_PATH"}});
+  return rec;
+}
+
+TEST(CuptiFake, RecordLoadsTheCollectorAndTheProgramRunsOn) {
+  const Recorded& rec = fakeRun();
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  EXPECT_EQ(rec.program.out, "fake cuda done\n");
+  EXPECT_EQ(warningLines(rec.program.err), 0) << rec.program.err;
+  EXPECT_EQ(meta(rec, "collector.cupti.status"), "active");
+  EXPECT_EQ(meta(rec, "collector.cupti.activity"), "memory2,memory_pool");
+}
+
+TEST(CuptiFake, DeviceAllocationsLandPerDeviceWithExactBytes) {
+  const Recorded& rec = fakeRun();
+  const json& peak = reportOnce(rec)["peak"];
+  const json* dev0 = spaceNamed(peak["spaces"], "device:0");
+  const json* dev1 = spaceNamed(peak["spaces"], "device:1");
+  const json* pinned = spaceNamed(peak["spaces"], "pinned");
+  const json* managed = spaceNamed(peak["spaces"], "managed");
+  ASSERT_TRUE(dev0 && dev1 && pinned && managed) << peak["spaces"].dump(1);
+  EXPECT_EQ((*dev0)["bytes"], 6 * MiB);  // the three 2 MiB handles; never the 1 GiB reservation
+  EXPECT_EQ((*dev1)["bytes"], 3 * MiB);
+  EXPECT_EQ((*pinned)["bytes"], 64 * 1024);
+  EXPECT_EQ((*managed)["bytes"], 2 * MiB);
+  // The host heap does not hold any of it.
+  EXPECT_LT(peak["bytes"].get<int64_t>(), 1 * MiB);
+}
+
+TEST(CuptiFake, LeaksPerDeviceNameTheCallingFunction) {
+  const Recorded& rec = fakeRun();
+  const json& leaks = reportOnce(rec)["leaks"];
+  int64_t device = 0, vmm = 0;
+  for (const json& s : leaks["sites"]) {
+    if (s["kind"] == "device") {
+      device += s["bytes"].get<int64_t>();
+      EXPECT_TRUE(stackHas(s["stack"], "leak_on_device1")) << s.dump();
+      EXPECT_TRUE(stackHas(s["stack"], "fake_cudaMalloc")) << s.dump();
+    }
+    if (s["kind"] == "vmm") {
+      vmm += s["bytes"].get<int64_t>();
+      EXPECT_TRUE(stackHas(s["stack"], "grow_segments")) << s.dump();
+    }
+    EXPECT_NE(s["kind"], "pinned") << s.dump();
+    EXPECT_NE(s["kind"], "managed") << s.dump();
+    EXPECT_NE(s["kind"], "pool") << s.dump();
+  }
+  EXPECT_EQ(device, 3 * MiB);
+  EXPECT_EQ(vmm, 2 * MiB);
+  // Read from the file directly: the leaked rows, their device (tag) and ops.
+  EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM allocations WHERE kind = 'device' AND op = 'cuMemAlloc' AND size = 3145728"), 1);
+  EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM allocations WHERE kind = 'vmm' AND op = 'cuMemCreate' AND size = 2097152"), 1);
+}
+
+TEST(CuptiFake, EveryCallIsCountedOnceAndFailuresNotAtAll) {
+  const Recorded& rec = fakeRun();
+  // 80 cudaMalloc + pitch + async + 3 cuMemCreate + the leak + pinned + managed.
+  EXPECT_EQ(meta(rec, "collector.cupti.allocations"), "88");
+  EXPECT_EQ(meta(rec, "collector.cupti.frees"), "86");
+  EXPECT_EQ(meta(rec, "collector.cupti.runtime_nested"), "161");  // 81 cudaMalloc + 80 cudaFree
+  EXPECT_EQ(meta(rec, "collector.cupti.failed_calls"), "1");
+  EXPECT_EQ(meta(rec, "collector.cupti.unknown_frees"), "1");
+  EXPECT_EQ(meta(rec, "collector.cupti.dropped_records"), "5");
+  EXPECT_EQ(meta(rec, "collector.cupti.activity_joined"), "1");  // the async allocation's record
+  EXPECT_EQ(meta(rec, "collector.cupti.address_reserved_peak_bytes"), std::to_string(1ll << 30));
+  EXPECT_EQ(meta(rec, "collector.cupti.pool_reserved_peak_bytes"), std::to_string(32 * MiB));
+  // Per-site totals over the whole run: hot_loop's 80 allocations of 1 MiB, all freed.
+  const json report = reportJson(rec.db, {"--kind", "device", "--top", "50"});
+  EXPECT_EQ(report["leaks"]["bytes"], 3 * MiB);
+}
+
+TEST(CuptiFake, ExitStatusPassesThrough) {
+  Recorded rec = record(fakeApp(), {"42"}, RunOptions{{}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(rec.program.status, 42);
+  EXPECT_EQ(rec.program.out, "fake cuda done\n");
+}
+
+TEST(CuptiFake, AnotherSubscriberLeavesOneWarningAndHostRecording) {
+  Recorded rec = record(fakeApp(), {"3"}, RunOptions{{{"FAKE_CUPTI_SUBSCRIBE", "39"}}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(rec.program.status, 3);
+  EXPECT_EQ(rec.program.out, "fake cuda done\n");
+  EXPECT_EQ(warningLines(rec.program.err), 1) << rec.program.err;
+  EXPECT_NE(rec.program.err.find("another tool"), std::string::npos) << rec.program.err;
+  EXPECT_EQ(meta(rec, "collector.cupti.status"), "off: another CUPTI subscriber");
+  EXPECT_EQ(sqlInt(rec.db, "SELECT count(*) FROM allocations WHERE kind IN ('device', 'pinned', 'managed', 'pool', 'vmm')"), 0);
+}
+
+TEST(CuptiFake, TheFakeFoundByNameReplacesTheRealOne) {
+  // The probe does not link libcupti: the collector opens libcupti.so.13 by name, which
+  // LD_LIBRARY_PATH makes the fake.
+  Recorded rec = record(probe(), {}, RunOptions{{{"LD_LIBRARY_PATH", fakeDir()}}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(rec.program.status, 7);
+  EXPECT_EQ(warningLines(rec.program.err), 0) << rec.program.err;
+  EXPECT_EQ(meta(rec, "collector.cupti.status"), "active");
+}
+
+TEST(CuptiReal, WithoutADriverOneWarningAndTheProgramRunsOn) {
+  if (access("/usr/local/cuda/lib64/libcupti.so.13", R_OK) != 0 && access("/usr/local/cuda/lib/libcupti.so.13", R_OK) != 0)
+    GTEST_SKIP() << "the real libcupti.so.13 is not installed in /usr/local/cuda";
+  if (access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "this machine has a GPU driver: CUPTI would subscribe";
+  Recorded rec = record(probe(), {}, RunOptions{{}, {"CUDA_INJECTION64_PATH", "LD_LIBRARY_PATH"}});
+  EXPECT_EQ(rec.program.status, 7);
+  EXPECT_EQ(rec.program.out, "probe ran\n");
+  EXPECT_EQ(warningLines(rec.program.err), 1) << rec.program.err;
+  EXPECT_NE(rec.program.err.find("CUDA memory is not recorded"), std::string::npos) << rec.program.err;
+  EXPECT_EQ(meta(rec, "collector.cupti.status").rfind("off: ", 0), 0u);
+  // Host recording is intact: the probe's leak is there with its stack.
+  EXPECT_EQ(sumWith(reportOnce(rec)["leaks"]["sites"], "probe_leak", "bytes"), 1000);
+}
+
+TEST(CuptiRecord, TheUsersInjectionPathIsKeptWithOneWarning) {
+  Recorded rec = record(probe(), {}, RunOptions{{{"CUDA_INJECTION64_PATH", "/nonexistent/libtheirs.so"}}});
+  EXPECT_EQ(rec.program.status, 99);  // the probe could not load theirs: it was passed on unchanged
+  EXPECT_EQ(warningLines(rec.program.err), 1) << rec.program.err;
+  EXPECT_NE(rec.program.err.find("CUDA_INJECTION64_PATH is set (/nonexistent/libtheirs.so)"), std::string::npos)
+      << rec.program.err;
+}
+
+TEST(CuptiRecord, NoCudaLeavesTheEnvironmentAlone) {
+  TempDir dir;
+  RunResult r = run({memledgerBinary(), "record", "--no-cuda", "-o", dir.file("x.db"), "--", probe()},
+                    RunOptions{{}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(r.status, 7);
+  EXPECT_EQ(warningLines(r.err), 0) << r.err;
+  EXPECT_EQ(sqlText(dir.file("x.db"), "SELECT value FROM meta WHERE key = 'collector.cupti.status'"), "<none>");
+}
+
+TEST(CuptiCollector, WithoutMemledgerOneWarningAndNothingElse) {
+  RunResult r = run({fakeApp(), "5"}, RunOptions{{{"CUDA_INJECTION64_PATH", collector()}}});
+  EXPECT_EQ(r.status, 5);
+  EXPECT_EQ(r.out, "fake cuda done\n");
+  EXPECT_EQ(warningLines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("without memledger's preload library"), std::string::npos) << r.err;
+}
+
+}  // namespace
