@@ -99,7 +99,7 @@ Tracker g_tracker(g_lookup);
 
 void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   thread_local ThreadState state;
-  thread_local std::vector<Event> events;
+  thread_local EventList events;
   events.clear();
   if (!g_tracker.onCallback(state, domain, cbid, *static_cast<const CUpti_CallbackData*>(data), events)) return;
   for (const Event& e : events) {

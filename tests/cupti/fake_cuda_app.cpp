@@ -9,7 +9,7 @@
 //             grow_segments(): 1 GiB address reserve (never counted), 3 x cuMemCreate(2 MiB) mapped
 //             (6 MiB: device 0's peak), 2 unmapped + released; 2 MiB left (leak, kind vmm)
 //   device:1  leak_on_device1(): cudaMalloc 3 MiB, never freed (leak, kind device)
-//   pinned    pinned_staging(): cuMemAllocHost 64 KiB, freed
+//   pinned    pinned_staging(): cuMemAllocHost 512 MiB (no real memory: fake addresses), freed
 //   managed   managed_buffer(): cuMemAllocManaged 2 MiB, freed
 //   nothing   failed_alloc(): cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY; bogus_free(): cuMemFree
 //             of a pointer never allocated; 5 activity records dropped.
@@ -185,10 +185,10 @@ NOINLINE void leak_on_device1() {
 
 NOINLINE void pinned_staging() {
   void* host = nullptr;
-  P::MemAllocHost a{&host, 64 << 10};
+  P::MemAllocHost a{&host, 512u << 20};
   driverCall(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, "cuMemAllocHost_v2", &a, [&] {
     host = reinterpret_cast<void*>(g_nextHost);
-    g_nextHost += 1 << 20;
+    g_nextHost += 512u << 20;
     return 0;
   });
   P::MemFreeHost f{host};
