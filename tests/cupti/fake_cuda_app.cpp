@@ -13,7 +13,8 @@
 //   managed   managed_buffer(): cuMemAllocManaged 2 MiB, freed
 //   nothing   failed_alloc(): cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY; bogus_free(): cuMemFree
 //             of a pointer never allocated; 5 activity records dropped.
-// argv[1]: the exit code (default 0). Prints "fake cuda done".
+// argv[1]: the exit code (default 0); argv[2]: hot_loop's rounds (default 20; bench/cupti_cost.sh).
+// Prints "fake cuda done".
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -98,8 +99,8 @@ NOINLINE int fake_cudaFree(CUdeviceptr p) {
 }
 
 // ---- the program ----
-NOINLINE void hot_loop() {
-  for (int round = 0; round < 20; ++round) {
+NOINLINE void hot_loop(int rounds) {
+  for (int round = 0; round < rounds; ++round) {
     CUdeviceptr p[4];
     for (auto& x : p) fake_cudaMalloc(&x, 1 << 20);
     for (auto x : p) fake_cudaFree(x);
@@ -215,7 +216,7 @@ NOINLINE void bogus_free() { fake_cuMemFree(0xdead0000); }
 
 int main(int argc, char** argv) {
   fake_cuInit();
-  hot_loop();
+  hot_loop(argc > 2 ? atoi(argv[2]) : 20);
   pitched();
   stream_ordered();
   grow_segments();

@@ -273,4 +273,17 @@ TEST(CuptiCollector, WithoutMemledgerOneWarningAndNothingElse) {
   EXPECT_NE(r.err.find("without memledger's preload library"), std::string::npos) << r.err;
 }
 
+TEST(CudaLeakSample, WithoutADriverItFailsItsFirstCallUnharmed) {
+  std::string prog = sample("cuda_leak");
+  if (access(prog.c_str(), X_OK) != 0) GTEST_SKIP() << "samples/cuda_leak was not built (no nvcc)";
+  if (access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "this machine has a GPU driver: tests/gpu/check.sh records it";
+  RunResult plain = run({prog});
+  Recorded rec = record(prog, {}, RunOptions{{}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(plain.status, 3);
+  EXPECT_EQ(rec.program.status, 3);
+  EXPECT_EQ(rec.program.out, plain.out);
+  EXPECT_NE(rec.program.err.find("cuda_leak: cudaSetDevice failed"), std::string::npos) << rec.program.err;
+  EXPECT_EQ(warningLines(rec.program.err), 0) << rec.program.err;  // no driver: the collector is never loaded
+}
+
 }  // namespace
