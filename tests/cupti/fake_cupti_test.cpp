@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "analyzer/analyzer.h"
+#include "analyzer/export_formats.h"
 #include "harness.h"
+#include "profile.pb.h"
 
 using namespace memledger::test;
 
@@ -207,6 +210,32 @@ TEST(CuptiFake, CheckLimitsDeviceMemory) {
   EXPECT_EQ(check({"--kind", "pinned", "--max-peak", "512MiB"}).status, 0);
   EXPECT_EQ(check({"--kind", "pinned", "--max-peak", "511MiB"}).status, 1);
   EXPECT_EQ(check({"--kind", "gpu", "--max-peak", "1"}).status, 2);
+}
+
+TEST(CuptiFake, ExportsCarryDeviceMemoryAsItsOwnSampleTypeAndTrack) {
+  namespace an = memledger::analyzer;
+  an::Recording rec = an::Recording::open(fakeRun().db);
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(an::gunzipBytes(an::exportPprof(rec))));
+  ASSERT_EQ(p.sample_type_size(), 6);
+  EXPECT_EQ(p.string_table(static_cast<int>(p.sample_type(4).type())), "device_alloc_space");
+  EXPECT_EQ(p.string_table(static_cast<int>(p.sample_type(5).type())), "device_inuse_space");
+  int64_t alloc = 0, inuse = 0;
+  for (const auto& s : p.sample()) {
+    alloc += s.value(4);
+    inuse += s.value(5);
+  }
+  // hot_loop 80 MiB, pitched 102400, stream_ordered 512 KiB, 3 handles 6 MiB, the 3 MiB leak.
+  EXPECT_EQ(alloc, 80 * MiB + 102400 + 512 * 1024 + 6 * MiB + 3 * MiB);
+  EXPECT_EQ(inuse, 5 * MiB);  // never freed: device:1's 3 MiB and device:0's last handle
+  json trace = an::exportChromeTrace(rec);
+  int64_t peak0 = -1, counters1 = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "i" && e["name"] == "device:0 peak") peak0 = e["args"]["bytes"];
+    if (e["ph"] == "C" && e["name"] == "device:1") ++counters1;
+  }
+  EXPECT_EQ(peak0, 6 * MiB);
+  EXPECT_GE(counters1, 1);
 }
 
 TEST(CuptiFake, ExitStatusPassesThrough) {
