@@ -2,8 +2,10 @@
 #include "analyzer/devices.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
+#include "analyzer/curve.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -79,7 +81,12 @@ std::vector<DeviceSpace> deviceSpaces(const Recording& rec, size_t top) {
       d.leak_sites.push_back(withStack(rec, s.stack_id, s.kind, s.image_id, s.leak_count, s.leak_bytes));
     }
   }
-  for (DeviceSpace& d : out) sortCut(d.leak_sites, top);
+  for (DeviceSpace& d : out) {
+    sortCut(d.leak_sites, top);
+    Curve c = downsample(spaceSeries(rec, d.name, std::nullopt), 0, std::numeric_limits<int64_t>::max(),
+                         kDeviceSeriesPoints);
+    for (const CurvePoint& p : c.points) d.series.push_back({p.max_t_ns, p.max});
+  }
   return out;
 }
 
@@ -91,6 +98,8 @@ nlohmann::json toJson(const DeviceSpace& d) {
                    {"stack_id", s.stack_id}, {"stack", toJson(s.stack)}});
     return a;
   };
+  nlohmann::json series = nlohmann::json::array();
+  for (const DeviceSpace::Point& p : d.series) series.push_back({{"t_ns", p.t_ns}, {"bytes", p.bytes}});
   return {{"space", d.name},
           {"peak_bytes", d.peak_bytes},
           {"peak_ns", d.peak_ns},
@@ -100,7 +109,8 @@ nlohmann::json toJson(const DeviceSpace& d) {
           {"leak_sites", list(d.leak_sites)},
           {"alloc_count", d.alloc_count},
           {"alloc_bytes", d.alloc_bytes},
-          {"free_count", d.free_count}};
+          {"free_count", d.free_count},
+          {"series", series}};
 }
 
 }  // namespace memledger::analyzer

@@ -19,7 +19,14 @@ struct DeviceSpace {
   int64_t leak_count = 0, leak_bytes = 0;
   std::vector<SiteAmount> leak_sites;   // bytes descending (with stacks)
   int64_t alloc_count = 0, alloc_bytes = 0, free_count = 0;  // over the whole run
+  // Its curve over the run (summed over the processes alive then), at most kDeviceSeriesPoints
+  // points: each the highest live bytes in its interval, at that instant; the exact peak is one.
+  struct Point {
+    int64_t t_ns = 0, bytes = 0;
+  };
+  std::vector<Point> series;
 };
+inline constexpr size_t kDeviceSeriesPoints = 200;
 
 // True for the names of CUDA spaces: device:N, pinned, managed.
 bool isCudaSpace(const std::string& name);

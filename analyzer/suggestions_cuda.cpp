@@ -5,6 +5,8 @@
 //   large_pinned        pinned host memory at its peak large enough to squeeze the host: pinned
 //                       pages cannot be swapped or reclaimed.
 // Device leaks are fix_leak suggestions like any other kind's (suggestions.cpp).
+#include <cstdlib>
+
 #include "analyzer/devices.h"
 #include "analyzer/format.h"
 #include "analyzer/sql.h"
@@ -35,7 +37,8 @@ void cudaSuggestions(const Recording& rec, const Filter& filter, std::vector<Sug
     if (lines++ == kCudaLinesMax) break;
     Stack stack = rec.stack(s.stack_id);
     int64_t mean = s.alloc_bytes / s.alloc_count;
-    nlohmann::json evidence = {{"space", s.space}, {"alloc_count", s.alloc_count}, {"free_count", s.free_count},
+    nlohmann::json evidence = {{"device", std::atoll(s.space.c_str() + 7)}, {"alloc_count", s.alloc_count},
+                               {"free_count", s.free_count},
                                {"alloc_bytes", s.alloc_bytes}, {"mean_bytes", mean}, {"pid", s.pid}};
     Suggestion sg{"cuda_alloc_in_loop", s.alloc_count >= 1000 ? "high" : "medium",
                   whereText(stack) + " allocated device memory " + formatCount(s.alloc_count) + " times (" +
@@ -51,7 +54,7 @@ void cudaSuggestions(const Recording& rec, const Filter& filter, std::vector<Sug
   for (const DeviceSpace& d : spaces) {
     if (d.name != "pinned" || d.peak_bytes < kPinnedLargeMin) continue;
     Stack stack = d.peak_sites.empty() ? Stack{} : d.peak_sites.front().stack;
-    nlohmann::json evidence = {{"space", d.name}, {"peak_bytes", d.peak_bytes}, {"peak_ns", d.peak_ns}};
+    nlohmann::json evidence = {{"peak_bytes", d.peak_bytes}, {"peak_ns", d.peak_ns}};
     if (!d.peak_sites.empty()) evidence["largest_site_bytes"] = d.peak_sites.front().bytes;
     Suggestion sg{"large_pinned", d.peak_bytes >= (4ll << 30) ? "high" : "medium",
                   formatBytes(d.peak_bytes) + " of pinned host memory was live at once" +

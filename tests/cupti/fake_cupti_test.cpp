@@ -161,6 +161,12 @@ TEST(CuptiFake, ReportHasEachDeviceWithItsPeakLiveSetAndLeaks) {
   }
   EXPECT_EQ(devices[2]["leak_bytes"], 0);
   EXPECT_EQ(devices[0]["alloc_count"], 80 + 1 + 1 + 3);  // hot_loop, pitched, stream_ordered, handles
+  // Its curve: the exact 6 MiB peak is a point of it.
+  int64_t top = 0;
+  for (const json& p : d0["series"]) top = std::max(top, p["bytes"].get<int64_t>());
+  EXPECT_EQ(top, 6 * MiB);
+  ASSERT_FALSE(d0["series"].empty());
+  EXPECT_LE(d0["series"].size(), 200u);
 }
 
 TEST(CuptiFake, SuggestionsNameTheHotLoopAndThePinnedBuffer) {
@@ -178,6 +184,7 @@ TEST(CuptiFake, SuggestionsNameTheHotLoopAndThePinnedBuffer) {
   EXPECT_TRUE(stackHas((*loop)["stack"], "hot_loop"));
   ASSERT_NE(pinned, nullptr) << sugg.dump(1);
   EXPECT_EQ((*pinned)["evidence"]["peak_bytes"], 512 * MiB);
+  EXPECT_EQ((*loop)["evidence"]["device"], 0);
   EXPECT_TRUE(stackHas((*pinned)["stack"], "pinned_staging"));
   // Leaks per device are fix_leak suggestions at their sites.
   int leaks = 0;
@@ -236,6 +243,24 @@ TEST(CuptiFake, ExportsCarryDeviceMemoryAsItsOwnSampleTypeAndTrack) {
   }
   EXPECT_EQ(peak0, 6 * MiB);
   EXPECT_GE(counters1, 1);
+}
+
+TEST(CuptiFake, TheReportMatchesItsSchema) {
+  const std::string schema = sourceDir() + "/schemas/report.schema.json";
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
+  RunResult rep = run({memledgerBinary(), "report", fakeRun().db, "--json"});
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  RunOptions options;
+  options.stdinData = rep.out;
+  RunResult check = run({"/usr/bin/python3", "-c",
+                         "import json, sys, jsonschema\n"
+                         "schema = json.load(open(sys.argv[1]))\n"
+                         "errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(json.load(sys.stdin)))\n"
+                         "for e in errors[:5]: print('/'.join(map(str, e.absolute_path)) + ': ' + e.message[:300])\n"
+                         "sys.exit(1 if errors else 0)\n",
+                         schema},
+                        options);
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
 }
 
 TEST(CuptiFake, ExitStatusPassesThrough) {
