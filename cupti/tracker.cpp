@@ -288,8 +288,10 @@ bool Tracker::allocated(const CUpti_CallbackData& cb, uint8_t kind, uint16_t opc
   } else {
     device = lookup_.deviceOf(cb);
     if (hasStream) sid = lookup_.streamOf(cb, stream);
-    waiting_[cb.correlationId] = Waiting{address, device, 0};
-    waitingAt_[address] = cb.correlationId;
+    if (joining_) {
+      waiting_[cb.correlationId] = Waiting{address, device, 0};
+      waitingAt_[address] = cb.correlationId;
+    }
   }
   if (kind != MEMLEDGER_KIND_DEVICE && kind != MEMLEDGER_KIND_POOL && kind != MEMLEDGER_KIND_VMM) device = 0;
   auto [it, isNew] = live_.try_emplace(address, Block{kind, device, bytes});

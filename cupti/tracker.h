@@ -95,6 +95,8 @@ class Tracker {
   // (activityOnly); calls waiting for their record are forgotten after as many.
   void endFlushRound(uint32_t rounds = 4);
   void addDropped(uint64_t n);
+  // Whether calls wait for their MEMORY2 record (default true; false when none can come).
+  void setJoining(bool on) { joining_ = on; }
 
   Stats stats() const;
   size_t liveBlocks() const;
@@ -147,6 +149,7 @@ class Tracker {
   RawHashMap<uint64_t, uint32_t> waitingAt_;  // its address -> its correlation id
   RawHashMap<uint64_t, uint64_t> pools_;   // pool address -> its largest reservation
   Stats stats_;
+  bool joining_ = true;
 };
 
 // Bytes of a CUDA array from its descriptor (width × height × depth × channels × element size;

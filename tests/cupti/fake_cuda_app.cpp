@@ -11,6 +11,7 @@
 //   device:1  leak_on_device1(): cudaMalloc 3 MiB, never freed (leak, kind device)
 //   pinned    pinned_staging(): cuMemAllocHost 512 MiB (no real memory: fake addresses), freed
 //   managed   managed_buffer(): cuMemAllocManaged 2 MiB, freed
+//   nothing   late_teardown() at exit: a driver call after the collector's exit handler
 //   nothing   failed_alloc(): cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY; bogus_free(): cuMemFree
 //             of a pointer never allocated; 5 activity records dropped.
 // argv[1]: the exit code (default 0); argv[2]: hot_loop's rounds (default 20; bench/cupti_cost.sh).
@@ -214,7 +215,12 @@ NOINLINE void failed_alloc() {
 
 NOINLINE void bogus_free() { fake_cuMemFree(0xdead0000); }
 
+// Registered before cuInit: runs after the collector's exit handler and after static destructors
+// would have run, as the CUDA runtime's teardown does; its driver call must still be harmless.
+void late_teardown() { fake_cuMemFree(0xbeef0000); }
+
 int main(int argc, char** argv) {
+  atexit(late_teardown);
   fake_cuInit();
   hot_loop(argc > 2 ? atoi(argv[2]) : 20);
   pitched();

@@ -414,6 +414,16 @@ TEST_F(TrackerTest, PoolRecordsGiveThePoolsReservation) {
   EXPECT_EQ(s.poolReservedPeak, 64u << 20);
 }
 
+TEST_F(TrackerTest, WithoutRecordsNoCallWaitsForOne) {
+  tracker.setJoining(false);
+  alloc(0x7f0000000000, 64);
+  CUpti_ActivityMemory4 m = memoryRecord(1, 0x7f0000000000, 64, 0, 0);
+  tracker.onMemory(m);  // (none would come; if one did, it is not joined to the call)
+  tracker.endFlushRound(1);
+  EXPECT_EQ(tracker.stats().joined, 0u);
+  EXPECT_EQ(tracker.stats().activityOnly, 1u);
+}
+
 TEST_F(TrackerTest, DroppedRecordsAddUp) {
   tracker.addDropped(3);
   tracker.addDropped(4);
