@@ -369,6 +369,7 @@ struct Pattern {
 
 struct Suggestion {
   std::string kind;      // fix_leak | reuse_buffer | reserve_capacity | object_pool | free_earlier | allocator_tuning
+                         // | cuda_alloc_in_loop | large_pinned (analyzer/suggestions_cuda.cpp)
   std::string severity;  // high | medium | low
   std::string message;   // names the function, e.g. "`grow_buffer` (growth.c:12) realloc'ed ..."
   Stack stack;           // empty for process-wide advice (allocator tuning)

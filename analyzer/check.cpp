@@ -1,4 +1,5 @@
 #include "analyzer/check.h"
+#include "analyzer/devices.h"
 
 #include <algorithm>
 #include <cctype>
@@ -87,6 +88,33 @@ std::vector<Site> sitesAtPeak(const std::vector<Site>& all, int64_t image, PeakK
   return out;
 }
 
+// --- CUDA spaces (issue 16) ---
+bool isCudaKind(PeakKind k) { return k == PeakKind::Device || k == PeakKind::Pinned || k == PeakKind::Managed; }
+bool inCudaKind(const std::string& space, PeakKind k) {
+  return k == PeakKind::Device ? space.rfind("device:", 0) == 0 : space == peakKindName(k);
+}
+// The largest simultaneous peak among the CUDA spaces of kind `k`, with its live set.
+void cudaPeak(const Recording& rec, PeakKind k, CheckResult& r) {
+  for (const DeviceSpace& d : deviceSpaces(rec, kPeakSitesShown)) {
+    if (!inCudaKind(d.name, k) || d.peak_bytes <= r.peak_bytes) continue;
+    r.peak_bytes = d.peak_bytes;
+    r.peak_image = 0;
+    r.peak_sites.clear();
+    for (const SiteAmount& a : d.peak_sites) {
+      Site s;
+      s.stack_id = a.stack_id;
+      s.kind = a.kind;
+      s.image_id = a.image_id;
+      s.pid = a.pid;
+      s.space = d.name;
+      s.peak_count = a.count;
+      s.peak_bytes = a.bytes;
+      s.stack = a.stack;
+      r.peak_sites.push_back(std::move(s));
+    }
+  }
+}
+
 std::string processName(const Process& p) {
   return p.command.empty() ? (p.exe ? *p.exe : std::string("?")) : p.command;
 }
@@ -121,11 +149,22 @@ std::optional<PeakKind> parsePeakKind(std::string_view text) {
   if (text == "heap") return PeakKind::Heap;
   if (text == "mmap") return PeakKind::Mmap;
   if (text == "rss") return PeakKind::Rss;
+  if (text == "device") return PeakKind::Device;
+  if (text == "pinned") return PeakKind::Pinned;
+  if (text == "managed") return PeakKind::Managed;
   return std::nullopt;
 }
 
 const char* peakKindName(PeakKind kind) {
-  return kind == PeakKind::Heap ? "heap" : kind == PeakKind::Mmap ? "mmap" : "rss";
+  switch (kind) {
+    case PeakKind::Heap: return "heap";
+    case PeakKind::Mmap: return "mmap";
+    case PeakKind::Rss: return "rss";
+    case PeakKind::Device: return "device";
+    case PeakKind::Pinned: return "pinned";
+    case PeakKind::Managed: return "managed";
+  }
+  return "?";
 }
 
 CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& suppressions,
@@ -139,6 +178,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
   // Leaks, after suppressions.
   for (const auto& s : all) {
     if (s.leak_count <= 0 && s.leak_bytes <= 0) continue;
+    if (isCudaKind(limits.peak_kind) && !inCudaKind(s.space, limits.peak_kind)) continue;
     if (Suppression* sup = suppressions.match(s.stack)) {
       sup->matched_sites += 1;
       sup->matched_leaks += s.leak_count;
@@ -157,10 +197,14 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
 
   // Peak of the chosen kind.
   r.peak_kind = limits.peak_kind;
-  PeakOfKind pk = peakOf(rec, r.processes, limits.peak_kind);
-  r.peak_bytes = pk.bytes;
-  r.peak_image = pk.image;
-  r.peak_sites = sitesAtPeak(all, pk.image, limits.peak_kind == PeakKind::Rss ? PeakKind::Heap : limits.peak_kind);
+  if (isCudaKind(limits.peak_kind)) {
+    cudaPeak(rec, limits.peak_kind, r);
+  } else {
+    PeakOfKind pk = peakOf(rec, r.processes, limits.peak_kind);
+    r.peak_bytes = pk.bytes;
+    r.peak_image = pk.image;
+    r.peak_sites = sitesAtPeak(all, pk.image, limits.peak_kind == PeakKind::Rss ? PeakKind::Heap : limits.peak_kind);
+  }
 
   auto fmt = [](const char* what, int64_t actual, const char* rel, int64_t limit) {
     std::ostringstream o;
@@ -199,7 +243,13 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
 
   if (baseline) {
     std::vector<Process> bprocs = processes(*baseline);
-    r.baseline_peak_bytes = peakOf(*baseline, bprocs, limits.peak_kind).bytes;
+    if (isCudaKind(limits.peak_kind)) {
+      CheckResult b;
+      cudaPeak(*baseline, limits.peak_kind, b);
+      r.baseline_peak_bytes = b.peak_bytes;
+    } else {
+      r.baseline_peak_bytes = peakOf(*baseline, bprocs, limits.peak_kind).bytes;
+    }
     if (limits.max_peak_growth_pct) {
       int64_t old = *r.baseline_peak_bytes;
       double growth = old > 0 ? 100.0 * static_cast<double>(r.peak_bytes - old) / static_cast<double>(old)

@@ -29,8 +29,10 @@ namespace memledger::analyzer {
 // "B" alone means bytes. nullopt when the text is not a size.
 std::optional<int64_t> parseSize(std::string_view text);
 
-enum class PeakKind { Heap, Mmap, Rss };
-std::optional<PeakKind> parsePeakKind(std::string_view text);  // heap | mmap | rss
+// Device, Pinned, Managed (CUDA, docs/cuda.md): the peak is the largest simultaneous peak of the
+// CUDA spaces of that kind (device:N: any device), and leak limits count only those spaces' leaks.
+enum class PeakKind { Heap, Mmap, Rss, Device, Pinned, Managed };
+std::optional<PeakKind> parsePeakKind(std::string_view text);  // heap | mmap | rss | device | pinned | managed
 const char* peakKindName(PeakKind kind);
 
 struct Limits {

@@ -1,6 +1,8 @@
 #include <set>
 
 #include "analyzer/control.h"
+#include "analyzer/curve.h"
+#include "analyzer/devices.h"
 #include "analyzer/export_formats.h"
 
 namespace memledger::analyzer {
@@ -36,6 +38,16 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
       if (t.rss_bytes)
         events.push_back({{"ph", "C"}, {"name", "RSS"}, {"pid", p.pid}, {"tid", kCounterTid}, {"ts", us(t.t_ns)},
                           {"args", {{"bytes", *t.rss_bytes}}}});
+    }
+    // CUDA memory (docs/cuda.md): a counter track per device, pinned and managed space.
+    for (const SpacePeak& sp : p.spaces) {
+      if (sp.pool || !isCudaSpace(sp.name)) continue;
+      for (const SeriesPoint& pt : spaceSeries(rec, sp.name, p.image_id).points)
+        events.push_back({{"ph", "C"}, {"name", sp.name}, {"pid", p.pid}, {"tid", kCounterTid}, {"ts", us(pt.t_ns)},
+                          {"args", {{"bytes", pt.value}}}});
+      if (sp.bytes > 0)
+        events.push_back({{"ph", "i"}, {"name", sp.name + " peak"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
+                          {"ts", us(sp.time_ns)}, {"args", {{"bytes", sp.bytes}}}});
     }
     if (p.peak_heap_bytes > 0)
       events.push_back({{"ph", "i"}, {"name", "heap peak"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},

@@ -1,6 +1,7 @@
 #include <sqlite3.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -150,6 +151,24 @@ std::string exportPprof(const Recording& rec) {
     vt->set_type(b.str(type));
     vt->set_unit(b.str(unit));
   }
+  std::vector<Site> rows;
+  {
+    detail::Stage reading(0, 0.2);
+    rows = detail::siteRows(rec, {});  // no stacks copied in: locations come per ip
+  }
+  // CUDA device memory (docs/cuda.md), when the recording has any: two more sample types, the
+  // device kinds' share of alloc_space and inuse_space (which stay over every kind).
+  auto onDevice = [](const Site& s) {
+    const kinds::KindInfo* k = kinds::byName(s.kind);
+    return k && k->space == kinds::Space::Device;
+  };
+  bool device = std::any_of(rows.begin(), rows.end(), onDevice);
+  if (device)
+    for (const char* type : {"device_alloc_space", "device_inuse_space"}) {
+      pp::ValueType* vt = p.add_sample_type();
+      vt->set_type(b.str(type));
+      vt->set_unit(b.str("bytes"));
+    }
   p.mutable_period_type()->set_type(b.str("space"));
   p.mutable_period_type()->set_unit(b.str("bytes"));
   p.set_period(1);  // exact: every allocation is counted, nothing is sampled
@@ -157,11 +176,6 @@ std::string exportPprof(const Recording& rec) {
   p.set_duration_nanos(rec.info().duration_ns);
   p.add_comment(b.str("memledger " + rec.info().version + ": " + rec.info().command));
   int64_t kindKey = b.str("kind"), pidKey = b.str("pid");
-  std::vector<Site> rows;
-  {
-    detail::Stage reading(0, 0.2);
-    rows = detail::siteRows(rec, {});  // no stacks copied in: locations come per ip
-  }
   detail::Stage building(0.2, 0.9);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Site& s = rows[i];
@@ -170,6 +184,11 @@ std::string exportPprof(const Recording& rec) {
     pp::Sample* sample = p.add_sample();
     for (uint64_t loc : b.locations(s.stack_id)) sample->add_location_id(loc);
     for (int64_t v : {s.alloc_count, s.alloc_bytes, s.leak_count, s.leak_bytes}) sample->add_value(v);
+    if (device) {
+      bool d = onDevice(s);
+      sample->add_value(d ? s.alloc_bytes : 0);
+      sample->add_value(d ? s.leak_bytes : 0);
+    }
     pp::Label* kind = sample->add_label();
     kind->set_key(kindKey);
     kind->set_str(b.str(s.kind));

@@ -344,6 +344,20 @@ bool isAllocatorEntry(const Frame& f) {
   return false;
 }
 
+// --- CUDA collector (issue 16) ---
+// A device allocation's stack starts in the collector's callback, called from CUPTI inside the
+// driver, inside the runtime (libcudart, or its copy linked into the program as cudart::...).
+// Stacks start at the program's code that asked, so those leading frames go as the hooks' do.
+bool isCudaMachinery(const Frame& f) {
+  if (f.function && (f.function->rfind("cudart::", 0) == 0 || f.function->rfind("__cudart", 0) == 0)) return true;
+  if (!f.module) return false;
+  std::string_view m = *f.module;
+  m = m.substr(m.rfind('/') + 1);
+  for (std::string_view lib : {"libmemledger_cupti.so", "libcupti.so", "libcuda.so", "libcudart.so"})
+    if (m.substr(0, lib.size()) == lib) return true;
+  return false;
+}
+
 }  // namespace
 
 const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint32_t ipId) {
@@ -407,7 +421,7 @@ void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) co
   for (uint32_t ipId : impl_->stackIpsOf().of(stack_id))
     for (const Frame& f : impl_->framesOfIp(*this, ipId)) out->push_back(&f);
   size_t n = 0;
-  while (n + 1 < out->size() && isAllocatorEntry(*(*out)[n])) ++n;
+  while (n + 1 < out->size() && (isAllocatorEntry(*(*out)[n]) || isCudaMachinery(*(*out)[n]))) ++n;
   out->erase(out->begin(), out->begin() + static_cast<long>(n));
 }
 

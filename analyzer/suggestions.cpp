@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/devices.h"
 #include "analyzer/format.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
@@ -414,6 +415,8 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     }
     out = std::move(kept);
   }
+
+  cudaSuggestions(rec, filter, out);  // CUDA memory (analyzer/suggestions_cuda.cpp)
 
   auto rank = [](const std::string& sev) { return sev == "high" ? 0 : sev == "medium" ? 1 : 2; };
   std::stable_sort(out.begin(), out.end(),

@@ -221,7 +221,8 @@ int cmdCheck(int argc, char** argv) {
   app.add_option("--max-leaked-bytes", maxLeakedBytes, "most leaked bytes allowed (size)");
   app.add_option("--max-leaks", maxLeaks, "most leaked blocks allowed")->check(CLI::NonNegativeNumber);
   app.add_option("--max-peak", maxPeak, "highest peak allowed for --kind (size)");
-  app.add_option("--kind", kind, "peak kind: heap (default), mmap, rss");
+  app.add_option("--kind", kind, "peak kind: heap (default), mmap, rss; device, pinned, managed (CUDA: the "
+                                 "leak limits then count only that memory)");
   app.add_option("--baseline", o.baseline, "an earlier recording to compare with");
   app.add_option("--max-peak-growth", growth, "most peak growth over the baseline, percent");
   app.add_option("--max-new-leak-sites", maxNewSites, "most leak sites the baseline did not have")
@@ -251,7 +252,7 @@ int cmdCheck(int argc, char** argv) {
   if (!maxPeak.empty() && !(o.limits.max_peak = an::parseSize(maxPeak)))
     return usage("--max-peak: '" + maxPeak + "' is not a size");
   auto pk = an::parsePeakKind(kind);
-  if (!pk) return usage("--kind: '" + kind + "' is not heap, mmap or rss");
+  if (!pk) return usage("--kind: '" + kind + "' is not heap, mmap, rss, device, pinned or managed");
   o.limits.peak_kind = *pk;
   o.limits.max_leaks = maxLeaks;
   o.limits.max_new_leak_sites = maxNewSites;

@@ -11,6 +11,7 @@
 #include "analyzer/format.h"
 #include "commands.h"
 #include "parse.h"
+#include "report_devices.h"
 #include "report_text.h"
 
 namespace memledger::cli {
@@ -125,10 +126,15 @@ int cmdReport(int argc, char** argv) {
     an::validateFilter(rec, args.filter);
     args.text.complete = rec.info().complete;
     an::Report r = an::report(rec, args.filter);
-    if (args.json)
-      printJson(an::toJson(r));
-    else
-      print(textReport(r, args.text));
+    // CUDA spaces (analyzer/devices.h): whole-run values, present only when the run had any.
+    std::vector<an::DeviceSpace> devices = an::deviceSpaces(rec, args.text.top);
+    if (args.json) {
+      nlohmann::json j = an::toJson(r);
+      if (!devices.empty()) j["devices"] = jsonDevices(devices);
+      printJson(j);
+    } else {
+      print(textReport(r, args.text) + textDevices(devices));
+    }
   });
 }
 

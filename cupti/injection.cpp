@@ -26,6 +26,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "../interpose/include/memledger/collector.h"
@@ -94,12 +95,24 @@ class CuptiLookup final : public Lookup {
     return reinterpret_cast<uint64_t>(s);
   }
 };
-CuptiLookup g_lookup;
-Tracker g_tracker(g_lookup);
+// Never destroyed: the CUDA runtime's own teardown runs after our static destructors would, and
+// its driver calls still reach onCallback. Made in initialize(), before any callback is enabled.
+alignas(CuptiLookup) unsigned char g_lookupStorage[sizeof(CuptiLookup)];
+alignas(Tracker) unsigned char g_trackerStorage[sizeof(Tracker)];
+Tracker* g_trackerPtr = nullptr;
+#define g_tracker (*g_trackerPtr)
 
 void CUPTIAPI onCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   thread_local ThreadState state;
-  thread_local std::vector<Event> events;
+  // Not a thread_local object: its destructor would run at exit before calls that still come.
+  // One small list per thread, kept (in memory outside the program's heap) when the thread ends.
+  thread_local EventList* list = nullptr;
+  if (!list) {
+    void* mem = __libc_malloc(sizeof(EventList));
+    if (!mem) return;
+    list = new (mem) EventList();
+  }
+  EventList& events = *list;
   events.clear();
   if (!g_tracker.onCallback(state, domain, cbid, *static_cast<const CUpti_CallbackData*>(data), events)) return;
   for (const Event& e : events) {
@@ -214,6 +227,7 @@ bool resolve(void* lib, const char* name, F& fn) {
 }
 
 void initialize() {
+  g_trackerPtr = new (g_trackerStorage) Tracker(*new (g_lookupStorage) CuptiLookup());
   g_record = reinterpret_cast<RecordFn>(dlsym(RTLD_DEFAULT, "memledger_collector_record"));
   g_note = reinterpret_cast<NoteFn>(dlsym(RTLD_DEFAULT, "memledger_collector_note"));
   if (!g_record) {
@@ -269,8 +283,10 @@ void initialize() {
     bool mem = g_cupti.activityEnable(CUPTI_ACTIVITY_KIND_MEMORY2) == CUPTI_SUCCESS;
     bool pool = g_cupti.activityEnable(CUPTI_ACTIVITY_KIND_MEMORY_POOL) == CUPTI_SUCCESS;
     g_activity = mem || pool;
+    g_tracker.setJoining(mem);  // without MEMORY2 records no call waits for one
     note("cupti.activity", mem && pool ? "memory2,memory_pool" : mem ? "memory2" : pool ? "memory_pool" : "off");
   } else {
+    g_tracker.setJoining(false);
     note("cupti.activity", "off");
   }
   note("cupti.status", "active");

@@ -87,7 +87,7 @@ const std::vector<CUpti_CallbackId>& Tracker::runtimeCbids() {
 }
 
 size_t Tracker::onCallback(ThreadState& t, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                           const CUpti_CallbackData& cb, std::vector<Event>& out) {
+                           const CUpti_CallbackData& cb, EventList& out) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (cb.callbackSite == CUPTI_API_ENTER) {
       if (t.runtimeDepth++ == 0) t.runtimeCbid = cbid;
@@ -113,7 +113,7 @@ size_t Tracker::onCallback(ThreadState& t, CUpti_CallbackDomain domain, CUpti_Ca
 }
 
 bool Tracker::driverExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& out,
-                         std::vector<Event>& more) {
+                         EventList& more) {
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto& p = args<P::MemAlloc>(cb);
@@ -288,8 +288,10 @@ bool Tracker::allocated(const CUpti_CallbackData& cb, uint8_t kind, uint16_t opc
   } else {
     device = lookup_.deviceOf(cb);
     if (hasStream) sid = lookup_.streamOf(cb, stream);
-    waiting_[cb.correlationId] = Waiting{address, device, 0};
-    waitingAt_[address] = cb.correlationId;
+    if (joining_) {
+      waiting_[cb.correlationId] = Waiting{address, device, 0};
+      waitingAt_[address] = cb.correlationId;
+    }
   }
   if (kind != MEMLEDGER_KIND_DEVICE && kind != MEMLEDGER_KIND_POOL && kind != MEMLEDGER_KIND_VMM) device = 0;
   auto [it, isNew] = live_.try_emplace(address, Block{kind, device, bytes});

@@ -33,6 +33,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "raw_alloc.h"
+
 namespace memledger::cupti {
 
 // One event for memledger_collector_record (interpose/include/memledger/collector.h).
@@ -43,6 +45,8 @@ struct Event {
   uint32_t device = 0;
   uint64_t address = 0, bytes = 0, stream = 0;
 };
+
+using EventList = RawVector<Event>;
 
 // Answers the glue gets from CUPTI (cuptiGetDeviceId, cuptiGetStreamId); tests give fixed ones.
 struct Lookup {
@@ -82,7 +86,7 @@ class Tracker {
   // events to record now, on this thread, to `out` (usually none or one; a cuMemUnmap of a range
   // may free several handles) and returns how many it appended.
   size_t onCallback(ThreadState& t, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                    const CUpti_CallbackData& cb, std::vector<Event>& out);
+                    const CUpti_CallbackData& cb, EventList& out);
   // Activity records (any thread). Other kinds are ignored.
   void onActivity(const CUpti_Activity* record);
   void onMemory(const CUpti_ActivityMemory4& m);
@@ -91,6 +95,8 @@ class Tracker {
   // (activityOnly); calls waiting for their record are forgotten after as many.
   void endFlushRound(uint32_t rounds = 4);
   void addDropped(uint64_t n);
+  // Whether calls wait for their MEMORY2 record (default true; false when none can come).
+  void setJoining(bool on) { joining_ = on; }
 
   Stats stats() const;
   size_t liveBlocks() const;
@@ -125,7 +131,7 @@ class Tracker {
   };
 
   bool driverExit(CUpti_CallbackId cbid, const CUpti_CallbackData& cb, Event& out,
-                  std::vector<Event>& more);
+                  EventList& more);
   bool allocated(const CUpti_CallbackData& cb, uint8_t kind, uint16_t op, uint64_t address,
                  uint64_t bytes, CUstream stream, bool hasStream, Event& out);
   bool freed(uint64_t address, uint16_t op, Event& out);
@@ -134,15 +140,16 @@ class Tracker {
 
   Lookup& lookup_;
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, Block> live_;     // address (or array handle) -> block
-  std::unordered_map<uint64_t, Handle> handles_;  // cuMemCreate handles
-  std::map<uint64_t, Mapping> mappings_;          // cuMemMap'ed ranges by start
-  std::unordered_map<uint64_t, uint64_t> reserves_;  // cuMemAddressReserve: start -> size
-  std::unordered_map<uint32_t, Early> early_;     // correlation id -> record before its call
-  std::unordered_map<uint32_t, Waiting> waiting_;  // correlation id -> call before its record
-  std::unordered_map<uint64_t, uint32_t> waitingAt_;  // its address -> its correlation id
-  std::unordered_map<uint64_t, uint64_t> pools_;   // pool address -> its largest reservation
+  RawHashMap<uint64_t, Block> live_;     // address (or array handle) -> block
+  RawHashMap<uint64_t, Handle> handles_;  // cuMemCreate handles
+  RawMap<uint64_t, Mapping> mappings_;          // cuMemMap'ed ranges by start
+  RawHashMap<uint64_t, uint64_t> reserves_;  // cuMemAddressReserve: start -> size
+  RawHashMap<uint32_t, Early> early_;     // correlation id -> record before its call
+  RawHashMap<uint32_t, Waiting> waiting_;  // correlation id -> call before its record
+  RawHashMap<uint64_t, uint32_t> waitingAt_;  // its address -> its correlation id
+  RawHashMap<uint64_t, uint64_t> pools_;   // pool address -> its largest reservation
   Stats stats_;
+  bool joining_ = true;
 };
 
 // Bytes of a CUDA array from its descriptor (width × height × depth × channels × element size;

@@ -9,11 +9,13 @@
 //             grow_segments(): 1 GiB address reserve (never counted), 3 x cuMemCreate(2 MiB) mapped
 //             (6 MiB: device 0's peak), 2 unmapped + released; 2 MiB left (leak, kind vmm)
 //   device:1  leak_on_device1(): cudaMalloc 3 MiB, never freed (leak, kind device)
-//   pinned    pinned_staging(): cuMemAllocHost 64 KiB, freed
+//   pinned    pinned_staging(): cuMemAllocHost 512 MiB (no real memory: fake addresses), freed
 //   managed   managed_buffer(): cuMemAllocManaged 2 MiB, freed
+//   nothing   late_teardown() at exit: a driver call after the collector's exit handler
 //   nothing   failed_alloc(): cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY; bogus_free(): cuMemFree
 //             of a pointer never allocated; 5 activity records dropped.
-// argv[1]: the exit code (default 0). Prints "fake cuda done".
+// argv[1]: the exit code (default 0); argv[2]: hot_loop's rounds (default 20; bench/cupti_cost.sh).
+// Prints "fake cuda done".
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -98,8 +100,8 @@ NOINLINE int fake_cudaFree(CUdeviceptr p) {
 }
 
 // ---- the program ----
-NOINLINE void hot_loop() {
-  for (int round = 0; round < 20; ++round) {
+NOINLINE void hot_loop(int rounds) {
+  for (int round = 0; round < rounds; ++round) {
     CUdeviceptr p[4];
     for (auto& x : p) fake_cudaMalloc(&x, 1 << 20);
     for (auto x : p) fake_cudaFree(x);
@@ -185,10 +187,10 @@ NOINLINE void leak_on_device1() {
 
 NOINLINE void pinned_staging() {
   void* host = nullptr;
-  P::MemAllocHost a{&host, 64 << 10};
+  P::MemAllocHost a{&host, 512u << 20};
   driverCall(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, "cuMemAllocHost_v2", &a, [&] {
     host = reinterpret_cast<void*>(g_nextHost);
-    g_nextHost += 1 << 20;
+    g_nextHost += 512u << 20;
     return 0;
   });
   P::MemFreeHost f{host};
@@ -213,9 +215,14 @@ NOINLINE void failed_alloc() {
 
 NOINLINE void bogus_free() { fake_cuMemFree(0xdead0000); }
 
+// Registered before cuInit: runs after the collector's exit handler and after static destructors
+// would have run, as the CUDA runtime's teardown does; its driver call must still be harmless.
+void late_teardown() { fake_cuMemFree(0xbeef0000); }
+
 int main(int argc, char** argv) {
+  atexit(late_teardown);
   fake_cuInit();
-  hot_loop();
+  hot_loop(argc > 2 ? atoi(argv[2]) : 20);
   pitched();
   stream_ordered();
   grow_segments();

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "analyzer/analyzer.h"
+#include "analyzer/export_formats.h"
 #include "harness.h"
+#include "profile.pb.h"
 
 using namespace memledger::test;
 
@@ -78,7 +81,7 @@ TEST(CuptiFake, DeviceAllocationsLandPerDeviceWithExactBytes) {
   ASSERT_TRUE(dev0 && dev1 && pinned && managed) << peak["spaces"].dump(1);
   EXPECT_EQ((*dev0)["bytes"], 6 * MiB);  // the three 2 MiB handles; never the 1 GiB reservation
   EXPECT_EQ((*dev1)["bytes"], 3 * MiB);
-  EXPECT_EQ((*pinned)["bytes"], 64 * 1024);
+  EXPECT_EQ((*pinned)["bytes"], 512 * MiB);
   EXPECT_EQ((*managed)["bytes"], 2 * MiB);
   // The host heap does not hold any of it.
   EXPECT_LT(peak["bytes"].get<int64_t>(), 1 * MiB);
@@ -124,6 +127,140 @@ TEST(CuptiFake, EveryCallIsCountedOnceAndFailuresNotAtAll) {
   // Per-site totals over the whole run: hot_loop's 80 allocations of 1 MiB, all freed.
   const json report = reportJson(rec.db, {"--kind", "device", "--top", "50"});
   EXPECT_EQ(report["leaks"]["bytes"], 3 * MiB);
+}
+
+TEST(CuptiFake, ReportHasEachDeviceWithItsPeakLiveSetAndLeaks) {
+  const json& report = reportOnce(fakeRun());
+  ASSERT_TRUE(report.contains("devices")) << report.dump(1).substr(0, 2000);
+  const json& devices = report["devices"];
+  ASSERT_EQ(devices.size(), 4u) << devices.dump(1);
+  EXPECT_EQ(devices[0]["space"], "device:0");
+  EXPECT_EQ(devices[1]["space"], "device:1");
+  EXPECT_EQ(devices[2]["space"], "pinned");
+  EXPECT_EQ(devices[3]["space"], "managed");
+  const json& d0 = devices[0];
+  EXPECT_EQ(d0["peak_bytes"], 6 * MiB);
+  // Live at device 0's peak: the three 2 MiB handles of grow_segments, nothing of hot_loop.
+  int64_t live = 0;
+  for (const json& s : d0["peak_sites"]) {
+    live += s["bytes"].get<int64_t>();
+    EXPECT_EQ(s["kind"], "vmm") << s.dump();
+    EXPECT_TRUE(stackHas(s["stack"], "grow_segments")) << s.dump();
+  }
+  EXPECT_EQ(live, 6 * MiB);
+  EXPECT_EQ(d0["leak_bytes"], 2 * MiB);
+  EXPECT_EQ(d0["leak_count"], 1);
+  EXPECT_EQ(devices[1]["leak_bytes"], 3 * MiB);
+  ASSERT_EQ(devices[1]["leak_sites"].size(), 1u);
+  EXPECT_TRUE(stackHas(devices[1]["leak_sites"][0]["stack"], "leak_on_device1"));
+  // The stack starts at the program's code: no frame of the collector, CUPTI or the driver.
+  for (const json& f : devices[1]["leak_sites"][0]["stack"]) {
+    std::string m = f["module"].is_string() ? f["module"].get<std::string>() : "";
+    EXPECT_EQ(m.find("libmemledger_cupti"), std::string::npos) << f.dump();
+    EXPECT_EQ(m.find("libcupti"), std::string::npos) << f.dump();
+  }
+  EXPECT_EQ(devices[2]["leak_bytes"], 0);
+  EXPECT_EQ(devices[0]["alloc_count"], 80 + 1 + 1 + 3);  // hot_loop, pitched, stream_ordered, handles
+  // Its curve: the exact 6 MiB peak is a point of it.
+  int64_t top = 0;
+  for (const json& p : d0["series"]) top = std::max(top, p["bytes"].get<int64_t>());
+  EXPECT_EQ(top, 6 * MiB);
+  ASSERT_FALSE(d0["series"].empty());
+  EXPECT_LE(d0["series"].size(), 200u);
+}
+
+TEST(CuptiFake, SuggestionsNameTheHotLoopAndThePinnedBuffer) {
+  const json& sugg = reportOnce(fakeRun())["suggestions"];
+  const json* loop = nullptr;
+  const json* pinned = nullptr;
+  for (const json& s : sugg) {
+    if (s["kind"] == "cuda_alloc_in_loop") loop = &s;
+    if (s["kind"] == "large_pinned") pinned = &s;
+  }
+  ASSERT_NE(loop, nullptr) << sugg.dump(1);
+  EXPECT_EQ((*loop)["evidence"]["alloc_count"], 80);
+  EXPECT_EQ((*loop)["evidence"]["free_count"], 80);
+  EXPECT_EQ((*loop)["evidence"]["mean_bytes"], MiB);
+  EXPECT_TRUE(stackHas((*loop)["stack"], "hot_loop"));
+  ASSERT_NE(pinned, nullptr) << sugg.dump(1);
+  EXPECT_EQ((*pinned)["evidence"]["peak_bytes"], 512 * MiB);
+  EXPECT_EQ((*loop)["evidence"]["device"], 0);
+  EXPECT_TRUE(stackHas((*pinned)["stack"], "pinned_staging"));
+  // Leaks per device are fix_leak suggestions at their sites.
+  int leaks = 0;
+  for (const json& s : sugg)
+    if (s["kind"] == "fix_leak" && (stackHas(s["stack"], "leak_on_device1") || stackHas(s["stack"], "grow_segments")))
+      ++leaks;
+  EXPECT_EQ(leaks, 2);
+}
+
+TEST(CuptiFake, CheckLimitsDeviceMemory) {
+  const Recorded& rec = fakeRun();
+  auto check = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {memledgerBinary(), "check"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(rec.db);
+    return run(argv);
+  };
+  // Device leaks: 3 MiB + 2 MiB; the host's runtime leaks do not count with --kind device.
+  EXPECT_EQ(check({"--kind", "device", "--max-leaked-bytes", "5MiB"}).status, 0);
+  RunResult over = check({"--kind", "device", "--max-leaked-bytes", "4MiB"});
+  EXPECT_EQ(over.status, 1) << over.out << over.err;
+  EXPECT_NE(over.out.find("5242880 leaked bytes > limit 4194304"), std::string::npos) << over.out;
+  EXPECT_NE(over.out.find("leak_on_device1"), std::string::npos) << over.out;
+  // The largest device's peak: 6 MiB on device 0.
+  EXPECT_EQ(check({"--kind", "device", "--max-peak", "6MiB"}).status, 0);
+  RunResult peak = check({"--kind", "device", "--max-peak", "5MiB"});
+  EXPECT_EQ(peak.status, 1);
+  EXPECT_NE(peak.out.find("6291456 device peak bytes > limit 5242880"), std::string::npos) << peak.out;
+  EXPECT_NE(peak.out.find("grow_segments"), std::string::npos) << peak.out;
+  EXPECT_EQ(check({"--kind", "pinned", "--max-peak", "512MiB"}).status, 0);
+  EXPECT_EQ(check({"--kind", "pinned", "--max-peak", "511MiB"}).status, 1);
+  EXPECT_EQ(check({"--kind", "gpu", "--max-peak", "1"}).status, 2);
+}
+
+TEST(CuptiFake, ExportsCarryDeviceMemoryAsItsOwnSampleTypeAndTrack) {
+  namespace an = memledger::analyzer;
+  an::Recording rec = an::Recording::open(fakeRun().db);
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(an::gunzipBytes(an::exportPprof(rec))));
+  ASSERT_EQ(p.sample_type_size(), 6);
+  EXPECT_EQ(p.string_table(static_cast<int>(p.sample_type(4).type())), "device_alloc_space");
+  EXPECT_EQ(p.string_table(static_cast<int>(p.sample_type(5).type())), "device_inuse_space");
+  int64_t alloc = 0, inuse = 0;
+  for (const auto& s : p.sample()) {
+    alloc += s.value(4);
+    inuse += s.value(5);
+  }
+  // hot_loop 80 MiB, pitched 102400, stream_ordered 512 KiB, 3 handles 6 MiB, the 3 MiB leak.
+  EXPECT_EQ(alloc, 80 * MiB + 102400 + 512 * 1024 + 6 * MiB + 3 * MiB);
+  EXPECT_EQ(inuse, 5 * MiB);  // never freed: device:1's 3 MiB and device:0's last handle
+  json trace = an::exportChromeTrace(rec);
+  int64_t peak0 = -1, counters1 = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "i" && e["name"] == "device:0 peak") peak0 = e["args"]["bytes"];
+    if (e["ph"] == "C" && e["name"] == "device:1") ++counters1;
+  }
+  EXPECT_EQ(peak0, 6 * MiB);
+  EXPECT_GE(counters1, 1);
+}
+
+TEST(CuptiFake, TheReportMatchesItsSchema) {
+  const std::string schema = sourceDir() + "/schemas/report.schema.json";
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
+  RunResult rep = run({memledgerBinary(), "report", fakeRun().db, "--json"});
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  RunOptions options;
+  options.stdinData = rep.out;
+  RunResult check = run({"/usr/bin/python3", "-c",
+                         "import json, sys, jsonschema\n"
+                         "schema = json.load(open(sys.argv[1]))\n"
+                         "errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(json.load(sys.stdin)))\n"
+                         "for e in errors[:5]: print('/'.join(map(str, e.absolute_path)) + ': ' + e.message[:300])\n"
+                         "sys.exit(1 if errors else 0)\n",
+                         schema},
+                        options);
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
 }
 
 TEST(CuptiFake, ExitStatusPassesThrough) {
@@ -188,6 +325,19 @@ TEST(CuptiCollector, WithoutMemledgerOneWarningAndNothingElse) {
   EXPECT_EQ(r.out, "fake cuda done\n");
   EXPECT_EQ(warningLines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("without memledger's preload library"), std::string::npos) << r.err;
+}
+
+TEST(CudaLeakSample, WithoutADriverItFailsItsFirstCallUnharmed) {
+  std::string prog = sample("cuda_leak");
+  if (access(prog.c_str(), X_OK) != 0) GTEST_SKIP() << "samples/cuda_leak was not built (no nvcc)";
+  if (access("/dev/nvidiactl", F_OK) == 0) GTEST_SKIP() << "this machine has a GPU driver: tests/gpu/check.sh records it";
+  RunResult plain = run({prog});
+  Recorded rec = record(prog, {}, RunOptions{{}, {"CUDA_INJECTION64_PATH"}});
+  EXPECT_EQ(plain.status, 3);
+  EXPECT_EQ(rec.program.status, 3);
+  EXPECT_EQ(rec.program.out, plain.out);
+  EXPECT_NE(rec.program.err.find("cuda_leak: cudaSetDevice failed"), std::string::npos) << rec.program.err;
+  EXPECT_EQ(warningLines(rec.program.err), 0) << rec.program.err;  // no driver: the collector is never loaded
 }
 
 }  // namespace

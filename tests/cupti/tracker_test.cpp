@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "../../cupti/driver_params.h"
 #include "../../cupti/tracker.h"
@@ -33,9 +34,9 @@ class TrackerTest : public ::testing::Test {
   uint32_t device = 0;
 
   // One driver call: its ENTER and EXIT callbacks; returns the events of both.
-  std::vector<Event> driver(CUpti_CallbackId cbid, const void* params, CUresult rv = CUDA_SUCCESS,
+  EventList driver(CUpti_CallbackId cbid, const void* params, CUresult rv = CUDA_SUCCESS,
                             uint32_t corr = 0) {
-    std::vector<Event> out;
+    EventList out;
     CUpti_CallbackData cb{};
     cb.functionParams = params;
     cb.functionReturnValue = &rv;
@@ -49,14 +50,14 @@ class TrackerTest : public ::testing::Test {
     return out;
   }
   void runtime(CUpti_ApiCallbackSite site, CUpti_CallbackId cbid) {
-    std::vector<Event> out;
+    EventList out;
     CUpti_CallbackData cb{};
     cudaError_t rv{};
     cb.callbackSite = site;
     cb.functionReturnValue = &rv;
     EXPECT_EQ(tracker.onCallback(thread, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb, out), 0u);
   }
-  Event one(const std::vector<Event>& ev) {
+  Event one(const EventList& ev) {
     EXPECT_EQ(ev.size(), 1u);
     return ev.empty() ? Event{} : ev[0];
   }
@@ -65,7 +66,7 @@ class TrackerTest : public ::testing::Test {
     P::MemAlloc a{&p, bytes};
     return one(driver(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &a));
   }
-  std::vector<Event> free(CUdeviceptr addr) {
+  EventList free(CUdeviceptr addr) {
     P::MemFree f{addr};
     return driver(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &f);
   }
@@ -291,7 +292,7 @@ TEST_F(TrackerTest, ExpandableSegmentsCountPhysicalHandlesNeverTheReservation) {
   EXPECT_TRUE(driver(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, &r0).empty());
   // One unmap over both remaining segments frees both handles.
   P::MemUnmap u2{base, 2 * kSeg};
-  std::vector<Event> ev = driver(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, &u2);
+  EventList ev = driver(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, &u2);
   ASSERT_EQ(ev.size(), 2u);
   expectEvent(ev[0], 2, MEMLEDGER_KIND_VMM, Op::CuMemUnmap, 3, handles[0], 0);
   expectEvent(ev[1], 2, MEMLEDGER_KIND_VMM, Op::CuMemUnmap, 3, handles[1], 0);
@@ -411,6 +412,16 @@ TEST_F(TrackerTest, PoolRecordsGiveThePoolsReservation) {
   Stats s = tracker.stats();
   EXPECT_EQ(s.poolsCreated, 1u);
   EXPECT_EQ(s.poolReservedPeak, 64u << 20);
+}
+
+TEST_F(TrackerTest, WithoutRecordsNoCallWaitsForOne) {
+  tracker.setJoining(false);
+  alloc(0x7f0000000000, 64);
+  CUpti_ActivityMemory4 m = memoryRecord(1, 0x7f0000000000, 64, 0, 0);
+  tracker.onMemory(m);  // (none would come; if one did, it is not joined to the call)
+  tracker.endFlushRound(1);
+  EXPECT_EQ(tracker.stats().joined, 0u);
+  EXPECT_EQ(tracker.stats().activityOnly, 1u);
 }
 
 TEST_F(TrackerTest, DroppedRecordsAddUp) {
