@@ -175,3 +175,23 @@ TEST(PythonFrames, UnknownVersionSaysSoOnceAndShowsNativeFrames) {
   json report = reportJson(rec.db);
   EXPECT_GT(report["totals"]["allocations"].get<int64_t>(), 0);
 }
+
+TEST(PythonFrames, NumpyPeakNamesThePythonLinesWithNumpyFramesInside) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  if (run({"/usr/bin/python3", "-c", "import numpy"}).status != 0) GTEST_SKIP() << "no python3-numpy";
+  Recorded rec = record("/usr/bin/python3", {script("numpy_peak.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "10"});
+  const json& sites = report["peak"]["sites"];
+  json ones = siteWithFrames(sites, "numpy_peak.py", {"build:5", "<module>:9"});
+  json twice = siteWithFrames(sites, "numpy_peak.py", {"build:6", "<module>:9"});
+  ASSERT_FALSE(ones.is_null()) << describePy(sites, "numpy_peak.py");
+  ASSERT_FALSE(twice.is_null()) << describePy(sites, "numpy_peak.py");
+  for (const json* s : {&ones, &twice}) {
+    EXPECT_EQ((*s)["bytes"], 80000000);
+    // numpy's own native frames come first (innermost), shown by module and offset when stripped.
+    const json& inner = (*s)["stack"][0];
+    ASSERT_TRUE(inner["module"].is_string());
+    EXPECT_NE(inner["module"].get<std::string>().find("_multiarray_umath"), std::string::npos) << inner.dump();
+  }
+}
