@@ -195,3 +195,39 @@ TEST(PythonFrames, NumpyPeakNamesThePythonLinesWithNumpyFramesInside) {
     EXPECT_NE(inner["module"].get<std::string>().find("_multiarray_umath"), std::string::npos) << inner.dump();
   }
 }
+
+// `python3 -m module` started by a shell, and a `#!` script: each a Python image of its own.
+TEST(PythonFrames, ModuleRunByAShellAndShebangScript) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  const std::vector<std::string> frames = {"py_leaker:7", "<module>:9"};
+  {
+    Recorded rec = record("/bin/sh", {"-c", "cd '" + sourceDir() + "/samples/python' && /usr/bin/python3 -m leaky"});
+    ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+    json report = reportJson(rec.db, {"--top", "20"});
+    json s = siteWithFrames(report["leaks"]["sites"], "leaky.py", frames);
+    ASSERT_FALSE(s.is_null()) << describePy(report["leaks"]["sites"], "leaky.py");
+    EXPECT_EQ(s["bytes"], 20000 * 4097);
+  }
+  {
+    TempDir dir;
+    const std::string path = dir.file("leaky_shebang");
+    {
+      std::ofstream out(path);
+      out << "#!/usr/bin/python3\n" << fileBytes(script("leaky.py"));
+    }
+    ASSERT_EQ(chmod(path.c_str(), 0755), 0);
+    Recorded rec = record(path);
+    ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+    json report = reportJson(rec.db, {"--top", "20"});
+    // One line more at the top: the same code, lines 8 and 10 of this file.
+    bool found = false;
+    for (const auto& s : report["leaks"]["sites"]) {
+      std::vector<std::string> fr;
+      for (const auto& f : s["stack"])
+        if (f["file"].is_string() && f["file"].get<std::string>() == path)
+          fr.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int64_t>()));
+      if (fr == std::vector<std::string>{"py_leaker:8", "<module>:10"} && s["bytes"] == 20000 * 4097) found = true;
+    }
+    EXPECT_TRUE(found) << describeSites(report["leaks"]["sites"]);
+  }
+}
