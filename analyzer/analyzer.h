@@ -66,6 +66,7 @@ struct Frame {
   std::optional<std::string> file;
   std::optional<int64_t> line;
   std::optional<std::string> module;    // path of the ELF module, nullopt when none covered it
+  std::optional<int64_t> offset;        // the code's offset in `module` (a frame without a symbol shows it)
 };
 using Stack = std::vector<Frame>;  // innermost first
 
@@ -463,6 +464,8 @@ std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t>
 
 // "function (file:line)", "?? (module)" and so on: one frame as one line.
 std::string frameText(const Frame& frame);
+// A frame's function, or for one without a symbol its module and offset ("libfoo.so+0x1a2b").
+std::string unknownFrameName(const Frame& frame);
 // The frame a one-line list names a site by: its innermost frame with a symbol that is not the C
 // runtime's entry (__libc_start_call_main, _start, ...), or, in a stripped program, the
 // innermost frame as "?? (module)".

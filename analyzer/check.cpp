@@ -279,7 +279,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
 }
 
 std::string frameLine(const Frame& f) {
-  std::string out = f.function ? *f.function : "??";
+  std::string out = f.function || !f.module ? f.function.value_or("??") : unknownFrameName(f);
   if (f.file) {
     out += " (" + *f.file;
     if (f.line) out += ":" + std::to_string(*f.line);

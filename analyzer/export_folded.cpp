@@ -16,8 +16,7 @@ std::string foldedName(const Frame& f) {
   if (f.function) {
     name = *f.function;
   } else if (f.module) {
-    auto slash = f.module->rfind('/');
-    name = "[" + (slash == std::string::npos ? *f.module : f.module->substr(slash + 1)) + "]";
+    name = "[" + unknownFrameName(f) + "]";
   } else {
     name = "??";
   }

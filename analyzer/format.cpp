@@ -114,7 +114,17 @@ std::string baseName(const std::string& path) {
 }
 }  // namespace
 
+std::string unknownFrameName(const Frame& frame) {
+  if (frame.function) return *frame.function;
+  if (!frame.module) return "??";
+  char off[32] = "";
+  if (frame.offset) std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(*frame.offset));
+  return baseName(*frame.module) + off;
+}
+
 std::string frameText(const Frame& frame) {
+  // A frame without a symbol: its module and offset (python3.11+0x1f2e3d), never a bare "??".
+  if (!frame.function && !frame.file && frame.module) return unknownFrameName(frame);
   std::string out = frame.function.value_or("??");
   if (frame.file) {
     out += " (" + baseName(*frame.file);

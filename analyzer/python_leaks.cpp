@@ -2,8 +2,8 @@
 // interpreter started finalizing (schemas/memledger.sql, python_finalize). CPython frees most of
 // what a script kept (module globals, their lists) during finalization, so the blocks still live
 // at exit are only what finalization itself failed to free; those are counted apart.
-// The recorder keeps an `allocations` row for every block live at that instant, freed later or
-// never, so both answers are exact.
+// The recorder writes the live set per site at that instant (python_finalize_sites): both
+// answers are exact.
 #include <string>
 
 #include "analyzer.h"
@@ -12,22 +12,25 @@
 namespace memledger::analyzer::detail {
 
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) {
-  if (rec.info().schema_version < 6) return {};
+  // A time filter asks about allocation times, which the per-site live set at finalization does
+  // not keep: such a question gets the usual answer (blocks live at exit, each with its row).
+  if (rec.info().schema_version < 6 || filter.t_from_ns || filter.t_to_ns) return {};
+  {
+    Statement t(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='python_finalize_sites'");
+    if (!t.step() || t.i64(0) == 0) return {};
+  }
   std::string images = imageCondition(rec, filter, "f.image_id");
-  Statement finals(rec, ("SELECT f.image_id, f.t_ns FROM python_finalize f WHERE 1" + images).c_str());
+  Statement finals(rec, ("SELECT f.image_id FROM python_finalize f WHERE 1" + images).c_str());
   std::string skip;
+  std::string kindCond = filter.kind ? " AND kind = ?" : "";
   while (finals.step()) {
-    int64_t image = finals.i64(0), t = finals.i64(1);
+    int64_t image = finals.i64(0);
     skip += (skip.empty() ? "" : ",") + std::to_string(image);
     ++out.python_processes;
-    std::string sql =
-        "SELECT stack_id, kind, count(*), sum(size) FROM allocations WHERE image_id = ? AND t_alloc < ? "
-        "AND (t_free IS NULL OR t_free >= ?) AND t_alloc >= ? AND t_alloc <= ?" +
-        std::string(filter.kind ? " AND kind = ?" : "") + " GROUP BY stack_id, kind";
-    Statement q(rec, sql.c_str());
-    q.bind(1, image).bind(2, t).bind(3, t);
-    q.bind(4, filter.t_from_ns.value_or(INT64_MIN)).bind(5, filter.t_to_ns.value_or(INT64_MAX));
-    if (filter.kind) q.bind(6, *filter.kind);
+    Statement q(rec, ("SELECT stack_id, kind, sum(count), sum(bytes) FROM python_finalize_sites WHERE image_id = ?" +
+                      kindCond + " GROUP BY stack_id, kind").c_str());
+    q.bind(1, image);
+    if (filter.kind) q.bind(2, *filter.kind);
     while (q.step()) {
       SiteAmount s;
       s.stack_id = q.i64(0);
@@ -38,11 +41,10 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
       s.bytes = q.i64(3);
       out.sites.push_back(std::move(s));
     }
-    std::string left = "SELECT count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? AND t_free IS NULL "
-                       "AND t_alloc >= ? AND t_alloc <= ?" + std::string(filter.kind ? " AND kind = ?" : "");
-    Statement l(rec, left.c_str());
-    l.bind(1, image).bind(2, filter.t_from_ns.value_or(INT64_MIN)).bind(3, filter.t_to_ns.value_or(INT64_MAX));
-    if (filter.kind) l.bind(4, *filter.kind);
+    Statement l(rec, ("SELECT coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites WHERE image_id = ?" +
+                      kindCond).c_str());
+    l.bind(1, image);
+    if (filter.kind) l.bind(2, *filter.kind);
     if (l.step()) {
       out.finalization_left_count += l.i64(0);
       out.finalization_left_bytes += l.i64(1);

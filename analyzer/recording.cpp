@@ -376,11 +376,14 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
   const std::string& path = info.path;
   int rc = SQLITE_OK;
   std::optional<std::string> module;
-  prepare(rec, ipStmt, "SELECT m.path FROM ips i LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?");
+  std::optional<int64_t> offset;
+  prepare(rec, ipStmt, "SELECT m.path, i.address - m.bias FROM ips i LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?");
   sqlite3_bind_int64(ipStmt, 1, ipId);
   rc = sqlite3_step(ipStmt);
-  if (rc == SQLITE_ROW && sqlite3_column_type(ipStmt, 0) != SQLITE_NULL)
+  if (rc == SQLITE_ROW && sqlite3_column_type(ipStmt, 0) != SQLITE_NULL) {
     module = colText(ipStmt, 0);
+    offset = sqlite3_column_int64(ipStmt, 1);
+  }
   else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
     throwFor(rc, path);
   sqlite3_reset(ipStmt);
@@ -396,6 +399,7 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
     if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) > 0)
       f.line = sqlite3_column_int64(st, 2);
     f.module = module;
+    f.offset = offset;
     frames.push_back(std::move(f));
   }
   if (rc != SQLITE_DONE) throwFor(rc, path);
@@ -404,6 +408,7 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
   if (frames.empty()) {
     Frame f;
     f.module = module;
+    f.offset = offset;
     frames.push_back(std::move(f));
   }
   std::unique_lock lock(ipFramesMutex);

@@ -76,7 +76,7 @@ Report report(const Recording& rec, const Filter& filter) {
 
 json toJson(const Frame& f) {
   return {{"function", opt(f.function)}, {"file", opt(f.file)}, {"line", opt(f.line)},
-          {"module", opt(f.module)}};
+          {"module", opt(f.module)}, {"offset", opt(f.offset)}};
 }
 
 json toJson(const Stack& stack) {

@@ -336,7 +336,8 @@ void noteFinalizing() {
   recordSimple(wire::RecordType::PyFinalize, 0, 0, 0, 0);
 }
 
-void init() {
+namespace {
+void initLayout() {
   // Off: no frames, but leaks still count at finalization (the stacks are native ones).
   const char* env = getenv("MEMLEDGER_PYTHON");
   bool framesOff = env && strcmp(env, "0") == 0;
@@ -394,6 +395,14 @@ void init() {
   g_version = hex;
   g_finalizing = reinterpret_cast<const uint64_t*>(g_rt + g_l->rtFinalizing);
   g_on = !framesOff;
+}
+}  // namespace
+
+// A failed dlsym (not Python: no _PyRuntime) leaves a dlerror message: it is ours, not the
+// program's, whose next dlerror() must not see it.
+void init() {
+  initLayout();
+  dlerror();
 }
 
 }  // namespace memledger::preload::py

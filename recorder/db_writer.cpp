@@ -111,6 +111,8 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "INSERT OR REPLACE INTO python_code(image_id, serial, name, file, first_line, version, linetable) "
       "VALUES (?,?,?,?,?,?,?)");
   w->pyFinal_ = w->prepare("INSERT OR REPLACE INTO python_finalize(image_id, t_ns) VALUES (?,?)");
+  w->pyFinalSite_ = w->prepare(
+      "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes) VALUES (?,?,?,?,?)");
   w->space_ = w->prepare(
       "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -130,7 +132,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
                            timeline_, siteTimeline_, marker_, space_, peakSite_, pyCode_, pyFinal_,
-                           leakScan_, leakKind_})
+                           leakScan_, leakKind_, pyFinalSite_})
     sqlite3_finalize(st);
   if (db_) sqlite3_close_v2(db_);
 }
@@ -449,6 +451,17 @@ void DbWriter::insertPythonFinalize(int64_t image, uint64_t t_ns) {
   step(pyFinal_);
 }
 
+void DbWriter::insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count,
+                                        uint64_t bytes) {
+  if (!pyFinalSite_) return;
+  sqlite3_bind_int64(pyFinalSite_, 1, image);
+  sqlite3_bind_int64(pyFinalSite_, 2, stack);
+  bindText(pyFinalSite_, 3, kind);
+  bindU(pyFinalSite_, 4, count);
+  bindU(pyFinalSite_, 5, bytes);
+  step(pyFinalSite_);
+}
+
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
   if (!marker_) return;
   sqlite3_bind_int64(marker_, 1, image);
@@ -503,7 +516,7 @@ void DbWriter::close() {
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
                             &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_,
-                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_}) {
+                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_, pyFinalSite_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }

@@ -149,6 +149,7 @@ class DbWriter {
   void insertPythonCode(int64_t image, uint64_t serial, std::string_view name, std::string_view file,
                         int64_t firstLine, uint64_t version, std::string_view linetable);
   void insertPythonFinalize(int64_t image, uint64_t t_ns);
+  void insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count, uint64_t bytes);
   void insertSpace(const SpaceRow& row);
   void insertPeakSite(const PeakSiteRow& row);
 
@@ -205,7 +206,8 @@ class DbWriter {
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
                *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
-               *space_ = nullptr, *peakSite_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr;
+               *space_ = nullptr, *peakSite_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr,
+               *pyFinalSite_ = nullptr;
   sqlite3_stmt *leakScan_ = nullptr, *leakKind_ = nullptr;  // leak kinds
 };
 

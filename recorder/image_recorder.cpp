@@ -119,6 +119,7 @@ void ImageRecorder::onRecord(const Decoded& r) {
       if (!pyFinalizeNs_) {
         pyFinalizeNs_ = std::max<uint64_t>(rel(r.ts), 1);
         db_.insertPythonFinalize(id_, pyFinalizeNs_);
+        writeFinalizeSites();
       }
       break;
     case RecordType::LeakScan:  // the process waits in its exit: answered by the hook
@@ -133,6 +134,30 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::Count:
       break;
   }
+}
+
+// The live set per site when the interpreter started finalizing (python_finalize_sites): one
+// pass over the live blocks (py_dict's 3.5M: tens of ms), not a row per block freed later.
+void ImageRecorder::writeFinalizeSites() {
+  std::vector<std::pair<uint64_t, uint64_t>> live(sites_.size());
+  auto add = [&live](uint64_t, LiveBlock& b) {
+    ++live[b.site].first;
+    live[b.site].second += b.size();
+  };
+  heap_.forEach(add);
+  for (Account& a : accounts_)
+    if (a.blocks) a.blocks->forEach(add);
+  std::vector<bool> seen(mappings_.size());
+  for (auto& [start, range] : ranges_) {
+    const Mapping& m = mappings_[range.mapping];
+    if (m.remaining == 0 || seen[range.mapping]) continue;
+    seen[range.mapping] = true;  // one mapping, however many pieces it was split into
+    ++live[m.site].first;
+    live[m.site].second += m.size;
+  }
+  for (size_t i = 0; i < live.size(); ++i)
+    if (live[i].first)
+      db_.insertPythonFinalizeSite(id_, sites_[i].stack_id, kinds::name(sites_[i].kind), live[i].first, live[i].second);
 }
 
 // A Python code object (wire.h PyCode): name, file and line table, for the symbolizer.
@@ -421,9 +446,7 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   }
   uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
-  // A block live when the interpreter started finalizing keeps its row (python_finalize).
-  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns || (pyFinalizeNs_ && b.tAlloc() < pyFinalizeNs_))
-    row = writeAllocation(b, addr, t, reallocOf);
+  if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
   if (s.account == kHeap) ++bucket_.frees;
   accountChanged(s.account, -static_cast<int64_t>(size), t);
   return row;

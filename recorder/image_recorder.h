@@ -297,6 +297,7 @@ class ImageRecorder final : public RecordSink {
   // Python: the time its interpreter started finalizing (rel ns), 0 none (python_frames.h).
   uint64_t pyFinalizeNs_ = 0;
   void onPyCode(const Decoded& r);
+  void writeFinalizeSites();
   uint64_t events_ = 0;
 
   FlatMap<uint32_t> stackByHash_;

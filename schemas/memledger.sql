@@ -308,12 +308,19 @@ CREATE TABLE python_code (
 ) WITHOUT ROWID;
 
 -- When a Python image's interpreter started finalizing (_PyRuntime._finalizing set: the
--- program's own code, atexit handlers included, had finished). For such an image every block
--- live then and freed later has an `allocations` row (t_free set), so what was live at that
--- instant (its Python leaks) and what finalization left (blocks never freed) both stay exact.
+-- program's own code, atexit handlers included, had finished).
 CREATE TABLE python_finalize (
   image_id    INTEGER PRIMARY KEY,
   t_ns        INTEGER NOT NULL
+);
+-- What was live at that instant, per site (its Python leaks); what finalization itself left is
+-- the image's usual leaks (blocks live at exit, `allocations` rows with t_free NULL).
+CREATE TABLE python_finalize_sites (
+  image_id    INTEGER NOT NULL,
+  stack_id    INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  count       INTEGER NOT NULL,
+  bytes       INTEGER NOT NULL
 );
 -- ---- end of version 6's Python block ----
 -- ---- leak kinds (version 6, docs/leak-kinds.md) ----

@@ -21,11 +21,8 @@ constexpr const char* kValidate =
     "for e in errors[:5]: print('/'.join(map(str, e.absolute_path)) + ': ' + e.message[:300])\n"
     "sys.exit(1 if errors else 0)\n";
 
-void expectValid(const std::string& sampleName, const std::vector<std::string>& extra = {}) {
+void expectValidRecording(const Recorded& rec, const std::string& sampleName, const std::vector<std::string>& extra = {}) {
   const std::string schema = sourceDir() + "/schemas/report.schema.json";
-  if (!std::filesystem::exists(schema)) GTEST_SKIP() << "no " << schema;
-  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
-  const Recorded& rec = recordOnce(sample(sampleName));
   std::vector<std::string> argv = {memledgerBinary(), "report", rec.db, "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   RunResult rep = run(argv);
@@ -34,6 +31,13 @@ void expectValid(const std::string& sampleName, const std::vector<std::string>& 
   options.stdinData = rep.out;
   RunResult check = run({"/usr/bin/python3", "-c", kValidate, schema}, options);
   EXPECT_EQ(check.status, 0) << sampleName << "'s report does not match the schema:\n" << check.out << check.err;
+}
+
+void expectValid(const std::string& sampleName, const std::vector<std::string>& extra = {}) {
+  const std::string schema = sourceDir() + "/schemas/report.schema.json";
+  if (!std::filesystem::exists(schema)) GTEST_SKIP() << "no " << schema;
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
+  expectValidRecording(recordOnce(sample(sampleName)), sampleName, extra);
 }
 
 }  // namespace
@@ -46,3 +50,10 @@ TEST(ReportSchema, MarkedPhasesAndPeak) { expectValid("demo_leaky_peaky"); }
 TEST(ReportSchema, SuggestionsAndTemporaries) { expectValid("realloc_growth"); }
 TEST(ReportSchema, SitesMergedAcrossProcesses) { expectValid("fork_loop"); }
 TEST(ReportSchema, FilteredPerProcess) { expectValid("fork_loop", {"--by-process", "--kind", "malloc", "--time", "0:10"}); }
+
+// A Python process: Python frames, leaks counted at finalization (leaks.python), frame offsets.
+TEST(ReportSchema, PythonScript) {
+  const std::string schema = sourceDir() + "/schemas/report.schema.json";
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
+  expectValidRecording(record("/usr/bin/python3", {sourceDir() + "/samples/python/leaky.py"}), "leaky.py");
+}
