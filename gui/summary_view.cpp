@@ -51,7 +51,9 @@ void SummaryView::setData(std::shared_ptr<const RecordingData> data, std::shared
 QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   const an::Report& r = d.report;
   QString h = "<html><body>";
-  h += QString("<h2>%1</h2>").arg(esc(r.recording.command.empty() ? r.recording.path : r.recording.command));
+  std::string title = r.recording.command.empty() ? r.recording.path : r.recording.command;
+  if (title.size() > 160) title = title.substr(0, 150) + "...";
+  h += QString("<h2>%1</h2>").arg(esc(title));
   if (!r.recording.complete)
     h += "<p style='color:#c0392b'><b>" +
          QObject::tr("This recording is incomplete: the recorder did not finish (it is still recording, or it "
@@ -98,7 +100,7 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
     bool bad = p.signal || (p.exit_code && *p.exit_code != 0);
     h += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td align=right>%4</td><td align=right>%5</td><td align=right>%6</td></tr>")
              .arg(p.pid)
-             .arg(esc(p.command))
+             .arg(p.command.size() > 110 ? esc(p.command.substr(0, 100)) + "&hellip;" : esc(p.command))
              .arg(bad ? "<span style='color:#c0392b'>" + ended + "</span>" : ended)
              .arg(bytes(p.peak_heap_bytes), bytes(p.peak_rss),
                   p.end_ns ? dur(*p.end_ns - p.start_ns) : QObject::tr("?"));
