@@ -76,6 +76,7 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
     c.stack_id = s.stack_id;
     c.image_id = s.image_id;
     c.kind = s.kind;
+    c.space = s.space;
     c.cost.peak = s.peak_bytes;
     c.cost.temporary = s.temp_count;
     if (!ranged) {
@@ -146,15 +147,18 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
   return detail::controlled(control, [&] { return siteCosts(rec, from, to); });
 }
 
-CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction) {
+CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
+                       const std::optional<std::string>& space) {
   CallTree tree;
   tree.direction = direction;
+  tree.space = space;
   tree.nodes.push_back(CallNode{"all sites", nullptr, {}, {}, -1, {}});
   // (parent, symbol) -> node
   std::unordered_map<std::string, int32_t> childOf;
   std::vector<const Frame*> frames;
   for (const SiteCost& c : costs) {
     detail::throwIfCancelled();
+    if (space && c.space != *space) continue;
     rec.stackFrames(c.stack_id, &frames);
     if (direction == TreeDirection::TopDown) std::reverse(frames.begin(), frames.end());
     int32_t node = 0;
@@ -180,13 +184,15 @@ CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs,
   return tree;
 }
 
-std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs) {
+std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs,
+                                     const std::optional<std::string>& space) {
   std::unordered_map<std::string, SymbolCost> bySymbol;
   std::vector<const Frame*> frames;
   std::vector<std::string> symbols;
   std::unordered_set<std::string> seen, seenEdge;
   for (const SiteCost& c : costs) {
     detail::throwIfCancelled();
+    if (space && c.space != *space) continue;
     rec.stackFrames(c.stack_id, &frames);  // innermost first
     symbols.clear();
     for (const Frame* f : frames) symbols.push_back(symbolOf(*f));

@@ -5,6 +5,8 @@
 #include <QPointer>
 #include <QtConcurrent/QtConcurrent>
 
+#include <set>
+
 namespace memledger::gui {
 
 namespace an = memledger::analyzer;
@@ -123,6 +125,12 @@ void Document::setRange(std::optional<int64_t> from, std::optional<int64_t> to) 
   startRange(data_, from, to, false);
 }
 
+void Document::setSpace(const QString& space) {
+  if (space == space_) return;
+  space_ = space;
+  if (data_) startRange(data_, range_ ? range_->from_ns : std::nullopt, range_ ? range_->to_ns : std::nullopt, false);
+}
+
 void Document::startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from,
                           std::optional<int64_t> to, bool afterOpen) {
   if (!afterOpen) cancel();
@@ -133,7 +141,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   setBusy(true);
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, from || to ? tr("Filtering the time range") : tr("Building call trees"));
-  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to] {
+  const std::string wanted = space_.toStdString();
+  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to, wanted] {
     QElapsedTimer timer;
     timer.start();
     auto r = std::make_shared<RangeData>();
@@ -144,12 +153,16 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       const an::Recording& rec = *data->rec;
       r->costs = an::siteCosts(rec, from, to, *control);
       if (control->cancelled) throw an::Cancelled();
-      r->top_down = an::buildCallTree(rec, r->costs, an::TreeDirection::TopDown);
-      r->bottom_up = an::buildCallTree(rec, r->costs, an::TreeDirection::BottomUp);
+      std::set<std::string> spaces;
+      for (const auto& c : r->costs) spaces.insert(c.space);
+      r->spaces.assign(spaces.begin(), spaces.end());
+      if (!wanted.empty() && spaces.count(wanted)) r->space = wanted;
+      r->top_down = an::buildCallTree(rec, r->costs, an::TreeDirection::TopDown, r->space);
+      r->bottom_up = an::buildCallTree(rec, r->costs, an::TreeDirection::BottomUp, r->space);
       r->top_down.t_from_ns = r->bottom_up.t_from_ns = from;
       r->top_down.t_to_ns = r->bottom_up.t_to_ns = to;
       if (control->cancelled) throw an::Cancelled();
-      r->symbols = an::callerCallee(rec, r->costs);
+      r->symbols = an::callerCallee(rec, r->costs, r->space);
       an::Filter f;
       f.t_from_ns = from;
       f.t_to_ns = to;

@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
@@ -82,6 +83,11 @@ MainWindow::MainWindow(QWidget* parent)
   bar->addWidget(peakButton);
   bar->addWidget(resetZoom);
   bar->addWidget(clearSel);
+  space_ = new QComboBox(panel);
+  space_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  space_->setToolTip(tr("The space the call trees, the flame graph and caller/callee show: a peak is per space"));
+  bar->addWidget(new QLabel(tr("Trees of"), panel));
+  bar->addWidget(space_);
   bar->addWidget(timelineStatus_, 1);
   auto* pl = new QVBoxLayout(panel);
   pl->setContentsMargins(2, 2, 2, 2);
@@ -97,6 +103,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(timeline_, &TimelineWidget::hoverText, timelineStatus_, &QLabel::setText);
   connect(timeline_, &TimelineWidget::rangeSelected, doc_, &Document::setRange);
+  connect(space_, &QComboBox::activated, this, [this] { doc_->setSpace(space_->currentData().toString()); });
 
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
@@ -235,6 +242,10 @@ void MainWindow::onOpened() {
 
 void MainWindow::onRange() {
   auto range = doc_->range();
+  space_->clear();
+  space_->addItem(tr("all spaces"), QString());
+  for (const auto& s : range->spaces) space_->addItem(QString::fromStdString(s), QString::fromStdString(s));
+  space_->setCurrentIndex(std::max(0, space_->findData(QString::fromStdString(range->space.value_or("")))));
   summary_->setData(doc_->data(), range);
   topDown_->setRange(range);
   bottomUp_->setRange(range);

@@ -3,6 +3,7 @@
 // A file that cannot be read shows its one-line message in the window (never an empty window).
 #pragma once
 
+#include <QComboBox>
 #include <QLabel>
 #include <QMainWindow>
 #include <QProgressBar>
@@ -72,6 +73,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QMenu* recentMenu_ = nullptr;
   QMenu* peakMenu_ = nullptr;
+  QComboBox* space_ = nullptr;
 };
 
 }  // namespace memledger::gui

@@ -99,6 +99,26 @@ class GuiTest : public QObject {
     QCOMPARE(r.bottom_up.nodes[0].total.count, r.top_down.nodes[0].total.count);
   }
 
+  // samples/mmap_leak.c: map_regions leaks 98304 B of mmap; the trees show one space at a time.
+  void treesOfOneSpace() {
+    QString mmap = record("mmap_leak");
+    QVERIFY(!mmap.isEmpty());
+    Document doc;
+    doc.open(mmap);
+    QVERIFY(waitRange(doc));
+    QCOMPARE(doc.range()->space.value_or(""), std::string("heap"));
+    QCOMPARE(doc.range()->spaces, (std::vector<std::string>{"heap", "mmap"}));
+    QVERIFY(programStacks(doc.range()->top_down, an::TreeMetric::Leaked, {"map_regions"}).empty());
+    doc.setSpace("mmap");
+    QVERIFY(waitRange(doc));
+    QCOMPARE(programStacks(doc.range()->top_down, an::TreeMetric::Leaked, {"map_regions"}),
+             (std::set<std::string>{"main;map_regions 98304"}));
+    QCOMPARE(doc.range()->top_down.nodes[0].total.peak, 196608LL);  // 3 x 64 KiB at the mmap peak
+    doc.setSpace("");
+    QVERIFY(waitRange(doc));
+    QVERIFY(!doc.range()->space);
+  }
+
   void modelsUnderTester() {
     Document doc;
     doc.open(demo_);
