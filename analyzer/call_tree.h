@@ -77,6 +77,13 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_f
 CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
                        const std::optional<std::string>& space = {});
 
+// The frames of every site of `costs` (same order), decoded once for several trees of the same
+// sites (pointers into the recording's cache: valid while it lives).
+using SiteFrames = std::vector<std::vector<const Frame*>>;
+SiteFrames siteFrames(const Recording& rec, const std::vector<SiteCost>& costs);
+CallTree buildCallTree(const std::vector<SiteCost>& costs, const SiteFrames& frames, TreeDirection direction,
+                       const std::optional<std::string>& space = {});
+
 // One row per symbol: self (the symbol allocated), inclusive (the symbol was on the stack,
 // counted once per stack however often it recurs), and who called it / whom it called, with the
 // inclusive cost passed along each edge.
@@ -88,6 +95,9 @@ struct SymbolCost {
 };
 std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs,
                                      const std::optional<std::string>& space = {});  // inclusive.allocated desc
+
+std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const SiteFrames& frames,
+                                     const std::optional<std::string>& space = {});
 
 // Collapsed stacks of a tree, outermost first for top-down ("main;f;g 42"), one line per node
 // with a self cost > 0 in `metric`, sorted: what tests compare and `export --format folded` means.

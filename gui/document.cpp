@@ -157,12 +157,13 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       for (const auto& c : r->costs) spaces.insert(c.space);
       r->spaces.assign(spaces.begin(), spaces.end());
       if (!wanted.empty() && spaces.count(wanted)) r->space = wanted;
-      r->top_down = an::buildCallTree(rec, r->costs, an::TreeDirection::TopDown, r->space);
-      r->bottom_up = an::buildCallTree(rec, r->costs, an::TreeDirection::BottomUp, r->space);
+      const an::SiteFrames frames = an::siteFrames(rec, r->costs);
+      r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
+      r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
       r->top_down.t_from_ns = r->bottom_up.t_from_ns = from;
       r->top_down.t_to_ns = r->bottom_up.t_to_ns = to;
       if (control->cancelled) throw an::Cancelled();
-      r->symbols = an::callerCallee(rec, r->costs, r->space);
+      r->symbols = an::callerCallee(r->costs, frames, r->space);
       an::Filter f;
       f.t_from_ns = from;
       f.t_to_ns = to;
@@ -184,9 +185,13 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
             emit self->failed(message);
             return;
           }
-          self->range_ = r;
+          std::shared_ptr<const RangeData> old = std::exchange(self->range_, r);
           self->rangeSeconds_ = seconds;
           emit self->rangeChanged();
+          // The old trees hold millions of nodes: once the views let go of them, freeing them is
+          // a worker's job, not a frame's.
+          if (old && old.use_count() == 1)
+            (void)QtConcurrent::run([old = std::move(old)]() mutable { old.reset(); });
         },
         Qt::QueuedConnection);
   }));
