@@ -4,6 +4,7 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -17,6 +18,8 @@
 #include <QUrl>
 #include <QUrlQuery>
 #include <QVBoxLayout>
+
+#include <cstdio>
 
 #include "analyzer/format.h"
 #include "gui/call_tree_view.h"
@@ -246,12 +249,28 @@ void MainWindow::onRange() {
   space_->addItem(tr("all spaces"), QString());
   for (const auto& s : range->spaces) space_->addItem(QString::fromStdString(s), QString::fromStdString(s));
   space_->setCurrentIndex(std::max(0, space_->findData(QString::fromStdString(range->space.value_or("")))));
+  // MEMLEDGER_GUI_TIMING=1: how long each view takes to take the new data (GUI thread).
+  static const bool timing = qEnvironmentVariableIsSet("MEMLEDGER_GUI_TIMING");
+  QElapsedTimer t;
+  t.start();
+  QStringList times;
+  auto lap = [&](const char* what) {
+    if (timing) times << QString("%1 %2 ms").arg(what).arg(t.nsecsElapsed() / 1e6, 0, 'f', 1);
+    t.restart();
+  };
   summary_->setData(doc_->data(), range);
+  lap("summary");
   topDown_->setRange(range);
+  lap("top-down");
   bottomUp_->setRange(range);
+  lap("bottom-up");
   callerCallee_->setRange(range);
+  lap("caller-callee");
   flame_->setRange(range);
+  lap("flamegraph");
   leaks_->setRange(range);
+  lap("leaks");
+  if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
   status_->setText(range->ranged() ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
                                    : tr("Opened in %1 s; call trees in %2 s")
                                          .arg(doc_->openSeconds(), 0, 'f', 2)
