@@ -94,6 +94,14 @@ void Document::open(const QString& path) {
       if (d->end_ns <= 0) d->end_ns = 1;
       out = std::move(d);
     } catch (const an::Cancelled&) {
+      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
+      if (self)
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, gen] {
+              if (self && self->generation_ == gen) self->setBusy(false);
+            },
+            Qt::QueuedConnection);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());
@@ -169,6 +177,14 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       f.t_to_ns = to;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
     } catch (const an::Cancelled&) {
+      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
+      if (self)
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, gen] {
+              if (self && self->generation_ == gen) self->setBusy(false);
+            },
+            Qt::QueuedConnection);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());

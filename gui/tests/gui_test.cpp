@@ -259,6 +259,26 @@ class GuiTest : public QObject {
     QVERIFY(f.readAll().contains("fill_cache"));
   }
 
+  // A newer open cancels the older one: only the newest recording is published; a cancel
+  // leaves the document idle with nothing half-published.
+  void newerRequestWinsAndCancelIsClean() {
+    Document doc;
+    doc.open(demo_);
+    doc.open(three_);
+    QVERIFY(waitRange(doc));
+    QCOMPARE(doc.data()->report.phases.size(), size_t(3));  // three_phases, not the demo
+    QVERIFY(QTest::qWaitFor([&] { return !doc.busy(); }, 60000));
+    doc.setRange(0, 1000000);
+    doc.setRange(std::nullopt, std::nullopt);
+    QVERIFY(waitRange(doc));
+    QVERIFY(!doc.range()->ranged());
+    Document cancelled;
+    cancelled.open(three_);
+    cancelled.cancel();
+    QVERIFY(QTest::qWaitFor([&] { return !cancelled.busy(); }, 60000));
+    QVERIFY(cancelled.error().isEmpty());
+  }
+
   void badFilesGiveAMessage() {
     QString junk = dir_.filePath("junk.db");
     {
