@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <set>
 #include <tuple>
 
+#include "analyzer/call_tree.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -26,8 +28,6 @@ struct SiteKey {
 }  // namespace
 
 SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites) {
-  Filter siteFilter = filter;
-  siteFilter.top.reset();
   // bucket index -> site -> amounts
   std::map<int, std::map<SiteKey, SizeBucketSite>> byBucket;
   auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
@@ -41,26 +41,38 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
   };
   const bool allRows = rec.info().allocation_rows == "all";
   const bool timed = filter.t_from_ns || filter.t_to_ns;
-  std::map<SiteKey, bool> split;  // sites to split from their allocation rows
+  // With a time range, each site's count and bytes made in it (site_buckets: exact per site);
+  // its smallest and largest sizes are the whole run's.
+  std::map<SiteKey, std::pair<int64_t, int64_t>> inRange;
+  if (timed)
+    for (const SiteCost& c : siteCosts(rec, filter.t_from_ns, filter.t_to_ns))
+      if (c.cost.count > 0) inRange[{c.image_id, c.stack_id, c.kind}] = {c.cost.count, c.cost.allocated};
+  Filter siteFilter = filter;
+  siteFilter.top.reset();
+  siteFilter.t_from_ns.reset();
+  siteFilter.t_to_ns.reset();
+  std::set<SiteKey> split;  // sites to split from their allocation rows
   SizeHistogram out;
-  if (!timed) {
-    for (const Site& s : detail::siteRows(rec, siteFilter)) {
-      if (s.alloc_count <= 0) continue;
-      SiteKey key{s.image_id, s.stack_id, s.kind};
-      int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
-      if (lo == hi) {
-        add(lo, key, s.alloc_count, s.alloc_bytes, true);
-      } else if (allRows) {
-        split[key] = true;
-      } else {
-        add(sizeBucketIndex(uint64_t(s.alloc_bytes / s.alloc_count)), key, s.alloc_count, s.alloc_bytes, false);
-        out.estimated_count += s.alloc_count;
-      }
+  for (const Site& s : detail::siteRows(rec, siteFilter)) {
+    SiteKey key{s.image_id, s.stack_id, s.kind};
+    int64_t count = s.alloc_count, bytes = s.alloc_bytes;
+    if (timed) {
+      auto it = inRange.find(key);
+      if (it == inRange.end()) continue;
+      std::tie(count, bytes) = it->second;
+    }
+    if (count <= 0) continue;
+    int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
+    if (lo == hi) {
+      add(lo, key, count, bytes, true);
+    } else if (allRows) {
+      split.insert(key);
+    } else {
+      add(sizeBucketIndex(uint64_t(bytes / count)), key, count, bytes, false);
+      out.estimated_count += count;
     }
   }
-  // A time range needs the blocks' own times: only the allocation rows have them (exact with
-  // allocation_rows 'all'; otherwise only the blocks that have rows are seen).
-  if (timed || !split.empty()) {
+  if (!split.empty()) {
     std::string sql = "SELECT image_id, stack_id, kind, size, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?" +
                       detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
                       " GROUP BY image_id, stack_id, kind, size";
@@ -70,9 +82,7 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
     if (filter.kind) q.bind(3, *filter.kind);
     while (q.step()) {
       SiteKey key{q.i64(0), q.i64(1), q.text(2)};
-      if (!timed && !split.count(key)) continue;
-      add(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5), timed ? allRows : true);
-      if (timed && !allRows) out.estimated_count += q.i64(4);
+      if (split.count(key)) add(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5), true);
     }
   }
   for (auto& [index, sites] : byBucket) {
@@ -89,6 +99,7 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
       return std::tie(y.count, y.bytes, x.stack_id) < std::tie(x.count, x.bytes, y.stack_id);
     });
     if (b.sites.size() > top_sites) b.sites.resize(top_sites);
+    for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
     out.count += b.count;
     out.bytes += b.bytes;
     out.buckets.push_back(std::move(b));

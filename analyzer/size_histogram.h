@@ -16,6 +16,7 @@ struct SizeBucketSite {
   std::string kind;
   int64_t count = 0, bytes = 0;
   bool exact = true;  // false: the site's sizes span buckets and had no allocation rows (see below)
+  Stack stack;        // of the top sites only
 };
 
 // Sizes in [from, to], to = 2 * from - 1 (bucket 0 also holds size 0: from 0, to 1).
@@ -35,7 +36,8 @@ struct SizeHistogram {
   int64_t estimated_count = 0;
 };
 
-// Every allocation of the sites passing `filter` (pid, kind, time range as analyzer::sites()).
+// Every allocation of the sites passing `filter` (pid, kind; with a time range the blocks made in
+// it, per site from site_buckets like the call trees' ranges).
 SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter = {}, size_t top_sites = 10);
 
 // The bucket index of a size: floor(log2(size)), 0 for sizes 0 and 1.

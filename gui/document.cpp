@@ -176,6 +176,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       f.t_from_ns = from;
       f.t_to_ns = to;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
+      if (control->cancelled) throw an::Cancelled();
+      r->sizes = an::sizeHistogram(rec, f);
     } catch (const an::Cancelled&) {
       // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
       if (self)

@@ -16,6 +16,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/call_tree.h"
 #include "analyzer/series_set.h"
+#include "analyzer/size_histogram.h"
 
 namespace memledger::gui {
 
@@ -41,6 +42,7 @@ struct RangeData {
   analyzer::CallTree top_down, bottom_up;
   std::vector<analyzer::SymbolCost> symbols;
   analyzer::Leaks leaks;
+  analyzer::SizeHistogram sizes;  // allocation sizes made in the range
   bool ranged() const { return from_ns || to_ns; }
 };
 

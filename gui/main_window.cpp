@@ -26,6 +26,7 @@
 #include "gui/caller_callee_view.h"
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
+#include "gui/sizes_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -47,6 +48,7 @@ MainWindow::MainWindow(QWidget* parent)
       callerCallee_(new CallerCalleeView(this)),
       flame_(new FlameGraphView(this)),
       leaks_(new LeaksView(this)),
+      sizes_(new SizesView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -67,6 +69,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(topDown_, tr("&Top-Down"));
   tabs_->addTab(callerCallee_, tr("&Caller/Callee"));
   tabs_->addTab(leaks_, tr("&Leaks"));
+  tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
 
   // The timeline dock, above every view.
@@ -151,7 +154,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
-  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "suggestions"};
+  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
@@ -162,6 +165,7 @@ QWidget* MainWindow::view(const QString& name) const {
   if (name == "top-down") return topDown_;
   if (name == "caller-callee") return callerCallee_;
   if (name == "leaks") return leaks_;
+  if (name == "sizes") return sizes_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -270,6 +274,8 @@ void MainWindow::onRange() {
   lap("flamegraph");
   leaks_->setRange(range);
   lap("leaks");
+  sizes_->setRange(range);
+  lap("sizes");
   if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
   status_->setText(range->ranged() ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
                                    : tr("Opened in %1 s; call trees in %2 s")

@@ -22,6 +22,7 @@ class CallerCalleeView;
 class FlameGraphView;
 class LeaksView;
 class SuggestionsView;
+class SizesView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -30,7 +31,7 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, suggestions
+  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -67,6 +68,7 @@ class MainWindow : public QMainWindow {
   CallerCalleeView* callerCallee_;
   FlameGraphView* flame_;
   LeaksView* leaks_;
+  SizesView* sizes_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;

@@ -38,6 +38,8 @@ TEST(AnalyzerSizeHistogram, SitesSplitByTheirRows) {
   EXPECT_EQ(h.buckets[0].bytes, 200);
   ASSERT_EQ(h.buckets[0].sites.size(), 1u);
   EXPECT_EQ(h.buckets[0].sites[0].stack_id, two);
+  ASSERT_FALSE(h.buckets[0].sites[0].stack.empty());
+  EXPECT_EQ(h.buckets[0].sites[0].stack[0].function.value_or(""), "two_sizes");
   EXPECT_EQ(h.buckets[1].from, 256u);
   EXPECT_EQ(h.buckets[1].count, 5);
   EXPECT_EQ(h.buckets[1].sites[0].stack_id, one);
