@@ -76,6 +76,7 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
     c.stack_id = s.stack_id;
     c.image_id = s.image_id;
     c.kind = s.kind;
+    c.space = s.space;
     c.cost.peak = s.peak_bytes;
     c.cost.temporary = s.temp_count;
     if (!ranged) {
@@ -146,25 +147,78 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
   return detail::controlled(control, [&] { return siteCosts(rec, from, to); });
 }
 
-CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction) {
+namespace {
+// Interned symbols: a frame's symbol id is looked up by the frame's address (frames are cached
+// per ip for the recording's life), so the passes below touch no strings per frame.
+class SymbolTable {
+ public:
+  int32_t of(const Frame* f) {
+    auto [it, isNew] = byFrame_.try_emplace(f, 0);
+    if (isNew) {
+      std::string name = symbolOf(*f);
+      auto [sym, added] = ids_.try_emplace(name, int32_t(names_.size()));
+      if (added) {
+        names_.push_back(std::move(name));
+        first_.push_back(f);
+      }
+      it->second = sym->second;
+    }
+    return it->second;
+  }
+  const std::string& name(int32_t id) const { return names_[size_t(id)]; }
+  const Frame* firstFrame(int32_t id) const { return first_[size_t(id)]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::unordered_map<const Frame*, int32_t> byFrame_;
+  std::unordered_map<std::string, int32_t> ids_;
+  std::vector<std::string> names_;
+  std::vector<const Frame*> first_;
+};
+}  // namespace
+
+SiteFrames siteFrames(const Recording& rec, const std::vector<SiteCost>& costs) {
+  SiteFrames out(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) {
+    detail::throwIfCancelled();
+    rec.stackFrames(costs[i].stack_id, &out[i]);
+  }
+  return out;
+}
+
+CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
+                       const std::optional<std::string>& space) {
+  return buildCallTree(costs, siteFrames(rec, costs), direction, space);
+}
+
+std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs,
+                                     const std::optional<std::string>& space) {
+  return callerCallee(costs, siteFrames(rec, costs), space);
+}
+
+CallTree buildCallTree(const std::vector<SiteCost>& costs, const SiteFrames& siteFrames, TreeDirection direction,
+                       const std::optional<std::string>& space) {
   CallTree tree;
   tree.direction = direction;
+  tree.space = space;
   tree.nodes.push_back(CallNode{"all sites", nullptr, {}, {}, -1, {}});
-  // (parent, symbol) -> node
-  std::unordered_map<std::string, int32_t> childOf;
-  std::vector<const Frame*> frames;
-  for (const SiteCost& c : costs) {
-    detail::throwIfCancelled();
-    rec.stackFrames(c.stack_id, &frames);
-    if (direction == TreeDirection::TopDown) std::reverse(frames.begin(), frames.end());
+  SymbolTable symbols;
+  std::unordered_map<uint64_t, int32_t> childOf;  // (parent << 32 | symbol) -> node
+  for (size_t i = 0; i < costs.size(); ++i) {
+    const SiteCost& c = costs[i];
+    if ((i & 1023) == 0) detail::throwIfCancelled();
+    if (space && c.space != *space) continue;
+    const std::vector<const Frame*>& frames = siteFrames[i];
     int32_t node = 0;
     tree.nodes[0].total += c.cost;
-    for (const Frame* f : frames) {
-      std::string symbol = symbolOf(*f);
-      std::string key = std::to_string(node) + '\x1f' + symbol;
-      auto [it, isNew] = childOf.try_emplace(std::move(key), int32_t(tree.nodes.size()));
+    const size_t n = frames.size();
+    for (size_t k = 0; k < n; ++k) {
+      const Frame* f = direction == TreeDirection::TopDown ? frames[n - 1 - k] : frames[k];
+      int32_t symbol = symbols.of(f);
+      uint64_t key = (uint64_t(uint32_t(node)) << 32) | uint32_t(symbol);
+      auto [it, isNew] = childOf.try_emplace(key, int32_t(tree.nodes.size()));
       if (isNew) {
-        tree.nodes.push_back(CallNode{std::move(symbol), f, {}, {}, node, {}});
+        tree.nodes.push_back(CallNode{symbols.name(symbol), f, {}, {}, node, {}});
         tree.nodes[size_t(node)].children.push_back(it->second);
       }
       node = it->second;
@@ -180,37 +234,53 @@ CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs,
   return tree;
 }
 
-std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs) {
-  std::unordered_map<std::string, SymbolCost> bySymbol;
-  std::vector<const Frame*> frames;
-  std::vector<std::string> symbols;
-  std::unordered_set<std::string> seen, seenEdge;
-  for (const SiteCost& c : costs) {
-    detail::throwIfCancelled();
-    rec.stackFrames(c.stack_id, &frames);  // innermost first
-    symbols.clear();
-    for (const Frame* f : frames) symbols.push_back(symbolOf(*f));
-    seen.clear();
+std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const SiteFrames& siteFrames,
+                                     const std::optional<std::string>& space) {
+  SymbolTable symbols;
+  struct Row {
+    TreeCost self, inclusive;
+    std::unordered_map<int32_t, TreeCost> callers, callees;
+    uint64_t seenIn = 0;  // the last stack (1-based) that counted it: once per stack
+  };
+  std::vector<Row> rows;
+  std::vector<int32_t> ids;
+  std::unordered_set<uint64_t> seenEdge;
+  uint64_t stackNo = 0;
+  for (size_t si = 0; si < costs.size(); ++si) {
+    const SiteCost& c = costs[si];
+    if ((si & 1023) == 0) detail::throwIfCancelled();
+    if (space && c.space != *space) continue;
+    const std::vector<const Frame*>& frames = siteFrames[si];  // innermost first
+    ++stackNo;
+    ids.clear();
+    for (const Frame* f : frames) ids.push_back(symbols.of(f));
+    if (rows.size() < symbols.size()) rows.resize(symbols.size());
     seenEdge.clear();
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      SymbolCost& s = bySymbol[symbols[i]];
-      if (!s.frame) {
-        s.symbol = symbols[i];
-        s.frame = frames[i];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Row& r = rows[size_t(ids[i])];
+      if (i == 0) r.self += c.cost;
+      if (r.seenIn != stackNo) {
+        r.seenIn = stackNo;
+        r.inclusive += c.cost;
       }
-      if (i == 0) s.self += c.cost;
-      if (seen.insert(symbols[i]).second) s.inclusive += c.cost;
       // frames[i + 1] called frames[i]
-      if (i + 1 < symbols.size() && seenEdge.insert(symbols[i + 1] + '\x1f' + symbols[i]).second) {
-        s.callers[symbols[i + 1]] += c.cost;
-        bySymbol[symbols[i + 1]].callees[symbols[i]] += c.cost;
+      if (i + 1 < ids.size() &&
+          seenEdge.insert((uint64_t(uint32_t(ids[i + 1])) << 32) | uint32_t(ids[i])).second) {
+        r.callers[ids[i + 1]] += c.cost;
+        rows[size_t(ids[i + 1])].callees[ids[i]] += c.cost;
       }
     }
   }
   std::vector<SymbolCost> out;
-  out.reserve(bySymbol.size());
-  for (auto& [name, s] : bySymbol) {
-    if (s.symbol.empty()) s.symbol = name;  // only seen as a caller before its own frame: cannot happen, kept safe
+  out.reserve(rows.size());
+  for (size_t id = 0; id < rows.size(); ++id) {
+    SymbolCost s;
+    s.symbol = symbols.name(int32_t(id));
+    s.frame = symbols.firstFrame(int32_t(id));
+    s.self = rows[id].self;
+    s.inclusive = rows[id].inclusive;
+    for (const auto& [k, v] : rows[id].callers) s.callers[symbols.name(k)] += v;
+    for (const auto& [k, v] : rows[id].callees) s.callees[symbols.name(k)] += v;
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const SymbolCost& a, const SymbolCost& b) {

@@ -53,6 +53,7 @@ struct CallTree {
   TreeDirection direction = TreeDirection::TopDown;
   std::vector<CallNode> nodes;
   std::optional<int64_t> t_from_ns, t_to_ns;  // the range its allocated/leaked amounts cover
+  std::optional<std::string> space;           // the one space its sites are of; nullopt: every space
 };
 
 // One site's amounts, with its stack id (frames via Recording::stackFrames).
@@ -60,6 +61,7 @@ struct SiteCost {
   int64_t stack_id = 0;
   int64_t image_id = 0;
   std::string kind;
+  std::string space;  // its account's name (Site::space): heap, mmap, device:0, pool:NAME, ...
   TreeCost cost;
 };
 
@@ -70,8 +72,17 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_f
 std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_from_ns,
                                 std::optional<int64_t> t_to_ns, QueryControl& control);
 
-// The tree of `costs`; frames come from `rec` (which must outlive the tree).
-CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction);
+// The tree of `costs` (of one space only when `space` is given: a peak is per space, and peaks
+// of different spaces never add up); frames come from `rec` (which must outlive the tree).
+CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
+                       const std::optional<std::string>& space = {});
+
+// The frames of every site of `costs` (same order), decoded once for several trees of the same
+// sites (pointers into the recording's cache: valid while it lives).
+using SiteFrames = std::vector<std::vector<const Frame*>>;
+SiteFrames siteFrames(const Recording& rec, const std::vector<SiteCost>& costs);
+CallTree buildCallTree(const std::vector<SiteCost>& costs, const SiteFrames& frames, TreeDirection direction,
+                       const std::optional<std::string>& space = {});
 
 // One row per symbol: self (the symbol allocated), inclusive (the symbol was on the stack,
 // counted once per stack however often it recurs), and who called it / whom it called, with the
@@ -82,7 +93,11 @@ struct SymbolCost {
   TreeCost self, inclusive;
   std::map<std::string, TreeCost> callers, callees;
 };
-std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs);  // inclusive.allocated desc
+std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<SiteCost>& costs,
+                                     const std::optional<std::string>& space = {});  // inclusive.allocated desc
+
+std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const SiteFrames& frames,
+                                     const std::optional<std::string>& space = {});
 
 // Collapsed stacks of a tree, outermost first for top-down ("main;f;g 42"), one line per node
 // with a self cost > 0 in `metric`, sorted: what tests compare and `export --format folded` means.

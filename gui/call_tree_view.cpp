@@ -57,6 +57,7 @@ CallTreeView::CallTreeView(an::TreeDirection direction, QWidget* parent)
   view_->setSortingEnabled(true);
   view_->sortByColumn(kAllocatedColumn, Qt::DescendingOrder);
   view_->setUniformRowHeights(true);
+  view_->setIndentation(10);  // deep stacks (interpreters) keep their names readable
   view_->setAlternatingRowColors(true);
   view_->setContextMenuPolicy(Qt::CustomContextMenu);
   view_->header()->setSectionResizeMode(kSymbolColumn, QHeaderView::Interactive);

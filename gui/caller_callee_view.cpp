@@ -13,6 +13,19 @@ namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
+namespace {
+// Edge rows sort by their raw numbers (Qt::UserRole), not by the text "1.5 MiB".
+class EdgeItem : public QTreeWidgetItem {
+ public:
+  using QTreeWidgetItem::QTreeWidgetItem;
+  bool operator<(const QTreeWidgetItem& other) const override {
+    int c = treeWidget() ? treeWidget()->sortColumn() : 0;
+    if (c == 0) return text(0) < other.text(0);
+    return data(c, Qt::UserRole).toLongLong() < other.data(c, Qt::UserRole).toLongLong();
+  }
+};
+}  // namespace
+
 void SymbolTableModel::setRange(std::shared_ptr<const RangeData> range) {
   beginResetModel();
   range_ = std::move(range);
@@ -68,7 +81,11 @@ CallerCalleeView::CallerCalleeView(QWidget* parent)
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  table_->setWordWrap(false);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->resizeSection(kSymbolColumn, 360);
+  for (int c = kPeakColumn; c <= kTemporaryColumn; ++c) table_->horizontalHeader()->resizeSection(c, 130);
   for (QTreeWidget* w : {callers_, callees_}) {
     w->setColumnCount(3);
     w->setRootIsDecorated(false);
@@ -124,11 +141,12 @@ void CallerCalleeView::showSymbol(const an::SymbolCost* s) {
   if (!s) return;
   auto fill = [](QTreeWidget* w, const std::map<std::string, an::TreeCost>& edges) {
     for (const auto& [name, cost] : edges) {
-      auto* item = new QTreeWidgetItem(w);
+      auto* item = new EdgeItem(w);
       item->setText(0, QString::fromStdString(name));
       item->setText(1, QString::fromStdString(an::formatBytes(cost.allocated)));
       item->setText(2, QString::fromStdString(an::formatBytes(cost.peak)));
       item->setData(1, Qt::UserRole, qlonglong(cost.allocated));
+      item->setData(2, Qt::UserRole, qlonglong(cost.peak));
     }
     w->sortItems(1, Qt::DescendingOrder);
     w->resizeColumnToContents(0);

@@ -5,6 +5,8 @@
 #include <QPointer>
 #include <QtConcurrent/QtConcurrent>
 
+#include <set>
+
 namespace memledger::gui {
 
 namespace an = memledger::analyzer;
@@ -92,6 +94,14 @@ void Document::open(const QString& path) {
       if (d->end_ns <= 0) d->end_ns = 1;
       out = std::move(d);
     } catch (const an::Cancelled&) {
+      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
+      if (self)
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, gen] {
+              if (self && self->generation_ == gen) self->setBusy(false);
+            },
+            Qt::QueuedConnection);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());
@@ -123,6 +133,12 @@ void Document::setRange(std::optional<int64_t> from, std::optional<int64_t> to) 
   startRange(data_, from, to, false);
 }
 
+void Document::setSpace(const QString& space) {
+  if (space == space_) return;
+  space_ = space;
+  if (data_) startRange(data_, range_ ? range_->from_ns : std::nullopt, range_ ? range_->to_ns : std::nullopt, false);
+}
+
 void Document::startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from,
                           std::optional<int64_t> to, bool afterOpen) {
   if (!afterOpen) cancel();
@@ -133,7 +149,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   setBusy(true);
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, from || to ? tr("Filtering the time range") : tr("Building call trees"));
-  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to] {
+  const std::string wanted = space_.toStdString();
+  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to, wanted] {
     QElapsedTimer timer;
     timer.start();
     auto r = std::make_shared<RangeData>();
@@ -144,17 +161,32 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       const an::Recording& rec = *data->rec;
       r->costs = an::siteCosts(rec, from, to, *control);
       if (control->cancelled) throw an::Cancelled();
-      r->top_down = an::buildCallTree(rec, r->costs, an::TreeDirection::TopDown);
-      r->bottom_up = an::buildCallTree(rec, r->costs, an::TreeDirection::BottomUp);
+      std::set<std::string> spaces;
+      for (const auto& c : r->costs) spaces.insert(c.space);
+      r->spaces.assign(spaces.begin(), spaces.end());
+      if (!wanted.empty() && spaces.count(wanted)) r->space = wanted;
+      const an::SiteFrames frames = an::siteFrames(rec, r->costs);
+      r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
+      r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
       r->top_down.t_from_ns = r->bottom_up.t_from_ns = from;
       r->top_down.t_to_ns = r->bottom_up.t_to_ns = to;
       if (control->cancelled) throw an::Cancelled();
-      r->symbols = an::callerCallee(rec, r->costs);
+      r->symbols = an::callerCallee(r->costs, frames, r->space);
       an::Filter f;
       f.t_from_ns = from;
       f.t_to_ns = to;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
+      if (control->cancelled) throw an::Cancelled();
+      r->sizes = an::sizeHistogram(rec, f);
     } catch (const an::Cancelled&) {
+      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
+      if (self)
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, gen] {
+              if (self && self->generation_ == gen) self->setBusy(false);
+            },
+            Qt::QueuedConnection);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());
@@ -171,9 +203,13 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
             emit self->failed(message);
             return;
           }
-          self->range_ = r;
+          std::shared_ptr<const RangeData> old = std::exchange(self->range_, r);
           self->rangeSeconds_ = seconds;
           emit self->rangeChanged();
+          // The old trees hold millions of nodes: once the views let go of them, freeing them is
+          // a worker's job, not a frame's.
+          if (old && old.use_count() == 1)
+            (void)QtConcurrent::run([old = std::move(old)]() mutable { old.reset(); });
         },
         Qt::QueuedConnection);
   }));

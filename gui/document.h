@@ -16,6 +16,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/call_tree.h"
 #include "analyzer/series_set.h"
+#include "analyzer/size_histogram.h"
 
 namespace memledger::gui {
 
@@ -35,10 +36,13 @@ struct RecordingData {
 // The per-site answers of one time range (the whole run when from/to are empty).
 struct RangeData {
   std::optional<int64_t> from_ns, to_ns;
+  std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
+  std::vector<std::string> spaces;   // the spaces the sites are in, sorted
   std::vector<analyzer::SiteCost> costs;
   analyzer::CallTree top_down, bottom_up;
   std::vector<analyzer::SymbolCost> symbols;
   analyzer::Leaks leaks;
+  analyzer::SizeHistogram sizes;  // allocation sizes made in the range
   bool ranged() const { return from_ns || to_ns; }
 };
 
@@ -52,6 +56,10 @@ class Document : public QObject {
   // Filters the per-site views to allocations made in [from, to]; nullopt/nullopt: the whole run.
   void setRange(std::optional<int64_t> from_ns, std::optional<int64_t> to_ns);
   void cancel();
+  // The space the trees show ("" every space; the default "heap", or every space when the
+  // recording has no heap sites). Peaks of different spaces never add up: one at a time.
+  void setSpace(const QString& space);
+  QString space() const { return space_; }
 
   QString path() const { return path_; }
   std::shared_ptr<const RecordingData> data() const { return data_; }
@@ -76,6 +84,7 @@ class Document : public QObject {
   void waitAll();
 
   QString path_, error_;
+  QString space_ = "heap";
   std::shared_ptr<const RecordingData> data_;
   std::shared_ptr<const RangeData> range_;
   std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job

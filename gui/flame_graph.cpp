@@ -9,6 +9,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSvgGenerator>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -90,6 +91,7 @@ void FlameGraphCanvas::layoutBoxes() {
     bool underMatch;
   };
   std::vector<Item> todo{{zoom_, 0, w, depth, false}};
+  int rows = depth;
   std::vector<int32_t> kids;
   while (!todo.empty()) {
     Item it = todo.back();
@@ -97,6 +99,7 @@ void FlameGraphCanvas::layoutBoxes() {
     bool m = matches(it.node);
     if (m && !it.underMatch) matchedCost_ += cost(it.node);
     boxes_.push_back({it.node, QRectF(it.x, yOf(it.depth), it.width, kRowHeight - 1), m});
+    rows = std::max(rows, it.depth + 1);
     kids = t->nodes[size_t(it.node)].children;
     std::sort(kids.begin(), kids.end(), [&](int32_t a, int32_t b) { return cost(a) > cost(b); });
     double x = it.x;
@@ -110,9 +113,7 @@ void FlameGraphCanvas::layoutBoxes() {
       x += kw;
     }
   }
-  int rows = 0;
-  for (const Box& b : boxes_) rows = std::max(rows, int(b.rect.top() / kRowHeight) + 1);
-  setMinimumHeight(icicle_ ? int((rows + 1) * kRowHeight) : 0);
+  setMinimumHeight(int((rows + 1) * kRowHeight));
 }
 
 QString FlameGraphCanvas::tooltipFor(int32_t node) const {
@@ -228,7 +229,12 @@ FlameGraphView::FlameGraphView(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   layout->addLayout(bar);
-  layout->addWidget(canvas_, 1);
+  // Deep stacks (an interpreter's) are taller than the window: the canvas scrolls vertically.
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(canvas_);
+  layout->addWidget(scroll, 1);
   connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
     canvas_->setMetric(an::TreeMetric(metric_->currentData().toInt()));
   });

@@ -99,6 +99,9 @@ LeaksView::LeaksView(QWidget* parent)
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  table_->setWordWrap(false);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->resizeSection(LeaksModel::kSite, 380);
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(table_);

@@ -18,6 +18,7 @@ namespace {
 const char* kUsage =
     "usage: memledger-gui [FILE] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
+    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
     "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, suggestions\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
 }
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("memledger");
   QApplication::setApplicationName("memledger-gui");
   QStringList args = QApplication::arguments().mid(1);
-  QString file, screenshot, viewName = "summary", range;
+  QString file, screenshot, viewName = "summary", range, space;
+  bool spaceGiven = false;
   bool measure = false;
   for (int i = 0; i < args.size(); ++i) {
     const QString& a = args[i];
@@ -45,6 +47,9 @@ int main(int argc, char** argv) {
       if (!value(&viewName)) return std::fputs(kUsage, stderr), 2;
     } else if (a == "--range") {
       if (!value(&range)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--space") {
+      if (!value(&space)) return std::fputs(kUsage, stderr), 2;
+      spaceGiven = true;
     } else if (a == "--measure") {
       measure = true;
     } else if (a == "--compare") {
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
     window.resize(1400, 950);
     return memledger::gui::measureWindow(window, file);
   }
+  if (spaceGiven) window.document()->setSpace(space == "all" ? QString() : space);
   if (!file.isEmpty()) window.openFile(file);
   if (screenshot.isEmpty()) return app.exec();
 

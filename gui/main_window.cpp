@@ -2,7 +2,9 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -17,11 +19,14 @@
 #include <QUrlQuery>
 #include <QVBoxLayout>
 
+#include <cstdio>
+
 #include "analyzer/format.h"
 #include "gui/call_tree_view.h"
 #include "gui/caller_callee_view.h"
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
+#include "gui/sizes_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -43,6 +48,7 @@ MainWindow::MainWindow(QWidget* parent)
       callerCallee_(new CallerCalleeView(this)),
       flame_(new FlameGraphView(this)),
       leaks_(new LeaksView(this)),
+      sizes_(new SizesView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -63,6 +69,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(topDown_, tr("&Top-Down"));
   tabs_->addTab(callerCallee_, tr("&Caller/Callee"));
   tabs_->addTab(leaks_, tr("&Leaks"));
+  tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
 
   // The timeline dock, above every view.
@@ -82,6 +89,11 @@ MainWindow::MainWindow(QWidget* parent)
   bar->addWidget(peakButton);
   bar->addWidget(resetZoom);
   bar->addWidget(clearSel);
+  space_ = new QComboBox(panel);
+  space_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  space_->setToolTip(tr("The space the call trees, the flame graph and caller/callee show: a peak is per space"));
+  bar->addWidget(new QLabel(tr("Trees of"), panel));
+  bar->addWidget(space_);
   bar->addWidget(timelineStatus_, 1);
   auto* pl = new QVBoxLayout(panel);
   pl->setContentsMargins(2, 2, 2, 2);
@@ -97,6 +109,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(timeline_, &TimelineWidget::hoverText, timelineStatus_, &QLabel::setText);
   connect(timeline_, &TimelineWidget::rangeSelected, doc_, &Document::setRange);
+  connect(space_, &QComboBox::activated, this, [this] { doc_->setSpace(space_->currentData().toString()); });
 
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
@@ -141,7 +154,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
-  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "suggestions"};
+  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
@@ -152,6 +165,7 @@ QWidget* MainWindow::view(const QString& name) const {
   if (name == "top-down") return topDown_;
   if (name == "caller-callee") return callerCallee_;
   if (name == "leaks") return leaks_;
+  if (name == "sizes") return sizes_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -235,12 +249,34 @@ void MainWindow::onOpened() {
 
 void MainWindow::onRange() {
   auto range = doc_->range();
+  space_->clear();
+  space_->addItem(tr("all spaces"), QString());
+  for (const auto& s : range->spaces) space_->addItem(QString::fromStdString(s), QString::fromStdString(s));
+  space_->setCurrentIndex(std::max(0, space_->findData(QString::fromStdString(range->space.value_or("")))));
+  // MEMLEDGER_GUI_TIMING=1: how long each view takes to take the new data (GUI thread).
+  static const bool timing = qEnvironmentVariableIsSet("MEMLEDGER_GUI_TIMING");
+  QElapsedTimer t;
+  t.start();
+  QStringList times;
+  auto lap = [&](const char* what) {
+    if (timing) times << QString("%1 %2 ms").arg(what).arg(t.nsecsElapsed() / 1e6, 0, 'f', 1);
+    t.restart();
+  };
   summary_->setData(doc_->data(), range);
+  lap("summary");
   topDown_->setRange(range);
+  lap("top-down");
   bottomUp_->setRange(range);
+  lap("bottom-up");
   callerCallee_->setRange(range);
+  lap("caller-callee");
   flame_->setRange(range);
+  lap("flamegraph");
   leaks_->setRange(range);
+  lap("leaks");
+  sizes_->setRange(range);
+  lap("sizes");
+  if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
   status_->setText(range->ranged() ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
                                    : tr("Opened in %1 s; call trees in %2 s")
                                          .arg(doc_->openSeconds(), 0, 'f', 2)

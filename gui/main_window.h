@@ -3,6 +3,7 @@
 // A file that cannot be read shows its one-line message in the window (never an empty window).
 #pragma once
 
+#include <QComboBox>
 #include <QLabel>
 #include <QMainWindow>
 #include <QProgressBar>
@@ -21,6 +22,7 @@ class CallerCalleeView;
 class FlameGraphView;
 class LeaksView;
 class SuggestionsView;
+class SizesView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -29,7 +31,7 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, suggestions
+  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -66,12 +68,14 @@ class MainWindow : public QMainWindow {
   CallerCalleeView* callerCallee_;
   FlameGraphView* flame_;
   LeaksView* leaks_;
+  SizesView* sizes_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;
   QLabel* status_;
   QMenu* recentMenu_ = nullptr;
   QMenu* peakMenu_ = nullptr;
+  QComboBox* space_ = nullptr;
 };
 
 }  // namespace memledger::gui

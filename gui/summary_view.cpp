@@ -41,17 +41,31 @@ SummaryView::SummaryView(QWidget* parent) : QTextBrowser(parent) {
 }
 
 void SummaryView::setData(std::shared_ptr<const RecordingData> data, std::shared_ptr<const RangeData> range) {
-  if (!data) {
-    clear();
-    return;
-  }
-  setHtml(html(*data, range.get()));
+  data_ = std::move(data);
+  range_ = std::move(range);
+  // Laying out the page takes tens of ms: done when it is shown, not for every range change.
+  dirty_ = true;
+  if (isVisible()) refresh();
+}
+
+void SummaryView::refresh() {
+  if (!dirty_) return;
+  dirty_ = false;
+  if (!data_) clear();
+  else setHtml(html(*data_, range_.get()));
+}
+
+void SummaryView::showEvent(QShowEvent* e) {
+  refresh();
+  QTextBrowser::showEvent(e);
 }
 
 QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   const an::Report& r = d.report;
   QString h = "<html><body>";
-  h += QString("<h2>%1</h2>").arg(esc(r.recording.command.empty() ? r.recording.path : r.recording.command));
+  std::string title = r.recording.command.empty() ? r.recording.path : r.recording.command;
+  if (title.size() > 160) title = title.substr(0, 150) + "...";
+  h += QString("<h2>%1</h2>").arg(esc(title));
   if (!r.recording.complete)
     h += "<p style='color:#c0392b'><b>" +
          QObject::tr("This recording is incomplete: the recorder did not finish (it is still recording, or it "
@@ -93,12 +107,18 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   h += "<h3>" + QObject::tr("Processes") + "</h3><table cellspacing=0 cellpadding=3>";
   h += "<tr><th align=left>pid</th><th align=left>command</th><th align=left>ended</th><th align=right>heap peak</th>"
        "<th align=right>RSS peak</th><th align=right>lived</th></tr>";
+  size_t shown = 0;
   for (const auto& p : r.processes) {
+    // A fork loop has thousands: the first ones, then how many more (each costs layout time).
+    if (shown++ == 25) {
+      h += QString("<tr><td colspan=6><i>%1</i></td></tr>").arg(QObject::tr("... and %1 more processes").arg(r.processes.size() - 25));
+      break;
+    }
     QString ended = endedText(p);
     bool bad = p.signal || (p.exit_code && *p.exit_code != 0);
     h += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td align=right>%4</td><td align=right>%5</td><td align=right>%6</td></tr>")
              .arg(p.pid)
-             .arg(esc(p.command))
+             .arg(p.command.size() > 110 ? esc(p.command.substr(0, 100)) + "&hellip;" : esc(p.command))
              .arg(bad ? "<span style='color:#c0392b'>" + ended + "</span>" : ended)
              .arg(bytes(p.peak_heap_bytes), bytes(p.peak_rss),
                   p.end_ns ? dur(*p.end_ns - p.start_ns) : QObject::tr("?"));

@@ -19,6 +19,15 @@ class SummaryView : public QTextBrowser {
 
  signals:
   void linkActivated(const QString& link);  // "view:leaks", "peak:heap", "site:STACK_ID"
+
+ protected:
+  void showEvent(QShowEvent* e) override;
+
+ private:
+  void refresh();
+  std::shared_ptr<const RecordingData> data_;
+  std::shared_ptr<const RangeData> range_;
+  bool dirty_ = false;
 };
 
 }  // namespace memledger::gui

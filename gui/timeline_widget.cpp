@@ -296,8 +296,9 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     QString text = it->first;
     double w = p.fontMetrics().horizontalAdvance(text) + 18;
     lx -= w;
-    QRectF r(lx, plot.top() + 4, w, 14);
+    QRectF r(lx, 3, w, kTop - 6);  // in the top margin, clear of the curves and their labels
     it->second = r;
+    p.fillRect(r.adjusted(-3, 0, 3, 0), pal.base());  // over a phase name that runs this far
     QColor c = seriesColor(text);
     if (hidden_.count(text)) c.setAlpha(60);
     p.fillRect(QRectF(r.left(), r.top() + 3, 10, 8), c);

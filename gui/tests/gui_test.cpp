@@ -19,6 +19,7 @@
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
 #include "gui/main_window.h"
+#include "gui/sizes_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -97,6 +98,26 @@ class GuiTest : public QObject {
     QCOMPARE(r.top_down.nodes[0].total.leaked, doc.data()->report.leaks.bytes);
     QCOMPARE(r.top_down.nodes[0].total.allocated, doc.data()->report.totals.allocated_bytes);
     QCOMPARE(r.bottom_up.nodes[0].total.count, r.top_down.nodes[0].total.count);
+  }
+
+  // samples/mmap_leak.c: map_regions leaks 98304 B of mmap; the trees show one space at a time.
+  void treesOfOneSpace() {
+    QString mmap = record("mmap_leak");
+    QVERIFY(!mmap.isEmpty());
+    Document doc;
+    doc.open(mmap);
+    QVERIFY(waitRange(doc));
+    QCOMPARE(doc.range()->space.value_or(""), std::string("heap"));
+    QCOMPARE(doc.range()->spaces, (std::vector<std::string>{"heap", "mmap"}));
+    QVERIFY(programStacks(doc.range()->top_down, an::TreeMetric::Leaked, {"map_regions"}).empty());
+    doc.setSpace("mmap");
+    QVERIFY(waitRange(doc));
+    QCOMPARE(programStacks(doc.range()->top_down, an::TreeMetric::Leaked, {"map_regions"}),
+             (std::set<std::string>{"main;map_regions 98304"}));
+    QCOMPARE(doc.range()->top_down.nodes[0].total.peak, 196608LL);  // 3 x 64 KiB at the mmap peak
+    doc.setSpace("");
+    QVERIFY(waitRange(doc));
+    QVERIFY(!doc.range()->space);
   }
 
   void modelsUnderTester() {
@@ -237,6 +258,91 @@ class GuiTest : public QObject {
     QFile f(svg);
     QVERIFY(f.open(QIODevice::ReadOnly));
     QVERIFY(f.readAll().contains("fill_cache"));
+  }
+
+  // A newer open cancels the older one: only the newest recording is published; a cancel
+  // leaves the document idle with nothing half-published.
+  // demo_leaky_peaky allocates 3 x 256 B (load_config), 20 x 1 KiB (fill_cache) and 64 x 1 MiB
+  // (build_index): the Sizes view shows those bars with their sites; a click on one lists it.
+  void sizesHistogram() {
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(demo_);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+    QVERIFY(w.showView("sizes"));
+    auto* view = static_cast<SizesView*>(w.view("sizes"));
+    const an::SizeHistogram& h = w.document()->range()->sizes;
+    auto bucketOf = [&](uint64_t from) {
+      for (size_t i = 0; i < h.buckets.size(); ++i)
+        if (h.buckets[i].from == from) return int(i);
+      return -1;
+    };
+    auto topSite = [&](int bucket) { return QString::fromStdString(an::siteText(h.buckets[size_t(bucket)].sites.at(0).stack)); };
+    const int b256 = bucketOf(256), b1k = bucketOf(1024), b1m = bucketOf(1 << 20);
+    QVERIFY(b256 >= 0 && b1k >= 0 && b1m >= 0);
+    QCOMPARE(h.buckets[size_t(b1m)].count, 64);  // nothing else of 1-2 MiB
+    QCOMPARE(h.buckets[size_t(b1m)].bytes, 64LL << 20);
+    QVERIFY(h.buckets[size_t(b256)].count >= 3);
+    QVERIFY(h.buckets[size_t(b1k)].count >= 20);
+    QVERIFY(topSite(b1m).startsWith("build_index"));
+    QCOMPARE(h.buckets[size_t(b1m)].sites[0].count, 64);
+    QCOMPARE(h.estimated_count, 0);
+    // The bucket of most blocks first (1 MiB, unless the runtime made more small ones).
+    view->grab();
+    QVERIFY(view->bars()->selected() >= 0);
+    // A click on the 1 KiB bar lists fill_cache's 20 blocks and its stack.
+    QRect bar = view->bars()->barRect(b1k);
+    QVERIFY(bar.isValid());
+    QTest::mouseClick(view->bars(), Qt::LeftButton, {}, bar.center());
+    QCOMPARE(view->bars()->selected(), b1k);
+    QVERIFY(view->sites()->topLevelItemCount() >= 1);
+    bool found = false;
+    for (int i = 0; i < view->sites()->topLevelItemCount(); ++i) {
+      QTreeWidgetItem* item = view->sites()->topLevelItem(i);
+      if (item->text(0).startsWith("fill_cache")) {
+        found = true;
+        QCOMPARE(item->text(1), QString("20"));
+        QCOMPARE(item->text(2), QString("20.0 KiB"));
+        view->sites()->setCurrentItem(item);
+      }
+    }
+    QVERIFY(found);
+    QVERIFY(view->stack()->toPlainText().contains("fill_cache"));
+    QVERIFY(view->stack()->toPlainText().contains("main"));
+    // A time range of the "load" phase: only load_config's 256 B blocks of the program's own.
+    const an::Phase& load = w.document()->data()->report.phases[0];
+    QSignalSpy changed(w.document(), &Document::rangeChanged);
+    w.document()->setRange(load.start_ns, load.end_ns - 1);  // the next phase starts at end_ns
+    QVERIFY(QTest::qWaitFor([&] { return changed.count() > 0; }, 60000));
+    const an::SizeHistogram& r = w.document()->range()->sizes;
+    int64_t mib = 0, config = 0;
+    for (const auto& b : r.buckets) {
+      mib += b.from == (1 << 20) ? b.count : 0;
+      for (const auto& site : b.sites)
+        if (b.from == 256 && an::siteText(site.stack).rfind("load_config", 0) == 0) config += site.count;
+    }
+    QCOMPARE(mib, 0);
+    QCOMPARE(config, 3);  // exact from site_buckets, though the file has rows only for leaks
+  }
+
+  void newerRequestWinsAndCancelIsClean() {
+    Document doc;
+    doc.open(demo_);
+    doc.open(three_);
+    QVERIFY(waitRange(doc));
+    QCOMPARE(doc.data()->report.phases.size(), size_t(3));  // three_phases, not the demo
+    QVERIFY(QTest::qWaitFor([&] { return !doc.busy(); }, 60000));
+    doc.setRange(0, 1000000);
+    doc.setRange(std::nullopt, std::nullopt);
+    QVERIFY(waitRange(doc));
+    QVERIFY(!doc.range()->ranged());
+    Document cancelled;
+    cancelled.open(three_);
+    cancelled.cancel();
+    QVERIFY(QTest::qWaitFor([&] { return !cancelled.busy(); }, 60000));
+    QVERIFY(cancelled.error().isEmpty());
   }
 
   void badFilesGiveAMessage() {

@@ -87,3 +87,23 @@ TEST(AnalyzerCallTree, MemorySeriesCarryExactPeaks) {
     EXPECT_GT(rss->series.exact_peak->bytes, 0);
   }
 }
+
+TEST(AnalyzerCallTree, OneSpaceAtATime) {
+  // samples/mmap_leak.c: map_regions leaks 98304 bytes of mmap; printf's buffer 4096 of heap.
+  std::string why;
+  std::string path = memledger::testing::sampleRecording("mmap_leak", &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  Recording rec = Recording::open(path);
+  std::vector<SiteCost> all = siteCosts(rec);
+  CallTree mmap = buildCallTree(rec, all, TreeDirection::TopDown, std::string("mmap"));
+  EXPECT_EQ(collapsedStacks(mmap, TreeMetric::Leaked).size(), 1u);
+  EXPECT_TRUE(hasLine(collapsedStacks(mmap, TreeMetric::Leaked), ";main;map_regions 98304"));
+  EXPECT_EQ(mmap.nodes[0].total.peak, 196608);  // 3 x 64 KiB live at the mmap peak
+  CallTree heap = buildCallTree(rec, all, TreeDirection::TopDown, std::string("heap"));
+  EXPECT_FALSE(hasLine(collapsedStacks(heap, TreeMetric::Leaked), ";main;map_regions 98304"));
+  CallTree both = buildCallTree(rec, all, TreeDirection::TopDown);
+  EXPECT_EQ(both.nodes[0].total.leaked, heap.nodes[0].total.leaked + mmap.nodes[0].total.leaked);
+  std::vector<SymbolCost> symbols = callerCallee(rec, all, std::string("mmap"));
+  ASSERT_FALSE(symbols.empty());
+  EXPECT_EQ(symbols.front().inclusive.leaked, 98304);
+}

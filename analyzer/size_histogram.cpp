@@ -1,0 +1,110 @@
+// Allocation sizes in power-of-two buckets (size_histogram.h). Per site, site_totals knows the
+// count, bytes, smallest and largest size: a site whose smallest and largest sizes fall in one
+// bucket is exact from them alone (most sites: one call site, one size). The others are split
+// from their `allocations` rows when every block has one, else put at their mean size.
+#include "analyzer/size_histogram.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "analyzer/call_tree.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+int sizeBucketIndex(uint64_t size) { return size <= 1 ? 0 : std::bit_width(size) - 1; }
+
+namespace {
+struct SiteKey {
+  int64_t image_id, stack_id;
+  std::string kind;
+  bool operator<(const SiteKey& o) const {
+    return std::tie(image_id, stack_id, kind) < std::tie(o.image_id, o.stack_id, o.kind);
+  }
+};
+}  // namespace
+
+SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites) {
+  // bucket index -> site -> amounts
+  std::map<int, std::map<SiteKey, SizeBucketSite>> byBucket;
+  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
+    SizeBucketSite& s = byBucket[bucket][key];
+    s.stack_id = key.stack_id;
+    s.image_id = key.image_id;
+    s.kind = key.kind;
+    s.count += count;
+    s.bytes += bytes;
+    s.exact = s.exact && exact;
+  };
+  const bool allRows = rec.info().allocation_rows == "all";
+  const bool timed = filter.t_from_ns || filter.t_to_ns;
+  // With a time range, each site's count and bytes made in it (site_buckets: exact per site);
+  // its smallest and largest sizes are the whole run's.
+  std::map<SiteKey, std::pair<int64_t, int64_t>> inRange;
+  if (timed)
+    for (const SiteCost& c : siteCosts(rec, filter.t_from_ns, filter.t_to_ns))
+      if (c.cost.count > 0) inRange[{c.image_id, c.stack_id, c.kind}] = {c.cost.count, c.cost.allocated};
+  Filter siteFilter = filter;
+  siteFilter.top.reset();
+  siteFilter.t_from_ns.reset();
+  siteFilter.t_to_ns.reset();
+  std::set<SiteKey> split;  // sites to split from their allocation rows
+  SizeHistogram out;
+  for (const Site& s : detail::siteRows(rec, siteFilter)) {
+    SiteKey key{s.image_id, s.stack_id, s.kind};
+    int64_t count = s.alloc_count, bytes = s.alloc_bytes;
+    if (timed) {
+      auto it = inRange.find(key);
+      if (it == inRange.end()) continue;
+      std::tie(count, bytes) = it->second;
+    }
+    if (count <= 0) continue;
+    int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
+    if (lo == hi) {
+      add(lo, key, count, bytes, true);
+    } else if (allRows) {
+      split.insert(key);
+    } else {
+      add(sizeBucketIndex(uint64_t(bytes / count)), key, count, bytes, false);
+      out.estimated_count += count;
+    }
+  }
+  if (!split.empty()) {
+    std::string sql = "SELECT image_id, stack_id, kind, size, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?" +
+                      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
+                      " GROUP BY image_id, stack_id, kind, size";
+    detail::Statement q(rec, sql.c_str());
+    q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
+    q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
+    if (filter.kind) q.bind(3, *filter.kind);
+    while (q.step()) {
+      SiteKey key{q.i64(0), q.i64(1), q.text(2)};
+      if (split.count(key)) add(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5), true);
+    }
+  }
+  for (auto& [index, sites] : byBucket) {
+    SizeBucket b;
+    b.from = index == 0 ? 0 : uint64_t(1) << index;
+    b.to = (uint64_t(1) << (index + 1)) - 1;
+    for (auto& [key, s] : sites) {
+      b.count += s.count;
+      b.bytes += s.bytes;
+      b.sites.push_back(std::move(s));
+    }
+    b.site_count = b.sites.size();
+    std::sort(b.sites.begin(), b.sites.end(), [](const SizeBucketSite& x, const SizeBucketSite& y) {
+      return std::tie(y.count, y.bytes, x.stack_id) < std::tie(x.count, x.bytes, y.stack_id);
+    });
+    if (b.sites.size() > top_sites) b.sites.resize(top_sites);
+    for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
+    out.count += b.count;
+    out.bytes += b.bytes;
+    out.buckets.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,56 @@
+// Sizes: a histogram of allocation sizes (power-of-two buckets, of the selected time range) and,
+// for the bucket clicked, its top sites with the selected site's stack.
+#pragma once
+
+#include <QLabel>
+#include <QTextBrowser>
+#include <QTreeWidget>
+#include <QWidget>
+
+#include "gui/document.h"
+
+namespace memledger::gui {
+
+class SizeBars : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SizeBars(QWidget* parent = nullptr);
+  void setHistogram(const analyzer::SizeHistogram* histogram);  // not owned; nullptr: empty
+  int selected() const { return selected_; }
+  void select(int bucket);
+  QRect barRect(int bucket) const;  // where bucket i is drawn (for tests and clicks)
+  QSize sizeHint() const override { return {600, 240}; }
+
+ signals:
+  void bucketSelected(int bucket);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+
+ private:
+  QRect plot() const;
+  const analyzer::SizeHistogram* h_ = nullptr;
+  int selected_ = -1;
+};
+
+class SizesView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SizesView(QWidget* parent = nullptr);
+  void setRange(std::shared_ptr<const RangeData> range);
+  SizeBars* bars() const { return bars_; }
+  QTreeWidget* sites() const { return sites_; }
+  QTextBrowser* stack() const { return stack_; }
+
+ private:
+  void showBucket(int bucket);
+  std::shared_ptr<const RangeData> range_;
+  SizeBars* bars_;
+  QLabel* caption_;
+  QTreeWidget* sites_;
+  QTextBrowser* stack_;
+};
+
+}  // namespace memledger::gui
