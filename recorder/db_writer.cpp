@@ -516,7 +516,7 @@ void DbWriter::close() {
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
                             &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_,
-                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_, pyFinalSite_}) {
+                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_, &pyFinalSite_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
