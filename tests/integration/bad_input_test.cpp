@@ -139,7 +139,7 @@ TEST(BadInput, ReportOnARecordingOfANewerSchemaExits2) {
   execSql(newer, "PRAGMA user_version = 99;");
   RunResult r = report(newer);
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "memledger: '" + newer + "' was written by a newer memledger (schema 99 > 5)\n");
+  EXPECT_EQ(r.err, "memledger: '" + newer + "' was written by a newer memledger (schema 99 > 6)\n");
   EXPECT_EQ(r.out, "");
   // The original still reads.
   EXPECT_EQ(report(rec.db).status, 0);
