@@ -80,7 +80,7 @@ int cmdRecord(int argc, char** argv) {
       return 2;
     }
     ours.push_back(a);
-    bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms");
+    bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms" || a == "--scan");
     if (takesValue && i + 1 < argc) ours.push_back(argv[++i]);
   }
 
