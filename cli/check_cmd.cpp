@@ -246,7 +246,7 @@ int cmdCheck(int argc, char** argv) {
                  "(default definite,indirect,not_classified: still-reachable blocks pass)");
   app.add_option("--scan", scan,
                  "on|off: the exit scan that classifies leaks of `check -- PROGRAM` (off: every leak "
-                 "is not_classified; the scan costs the exiting process ~1 s per GiB of live heap)")
+                 "is not_classified; the scan costs the exiting process ~5 s per GiB of live heap)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--top", o.top, "sites printed (with stacks) per violation (default 10, 0 = all)");
   if (int rc = parseCommandLine(app, split, argv, "check"); rc >= 0) return rc;

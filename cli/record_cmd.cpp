@@ -106,7 +106,7 @@ int cmdRecord(int argc, char** argv) {
   app.add_option("--scan", scan,
                  "on|off: at each process's normal exit scan its memory for pointers and classify "
                  "its leaks as definite/indirect/possible/reachable (docs/leak-kinds.md; the process "
-                 "waits while its heap is read, ~1 s per GiB live)")
+                 "waits while its heap is read: ~5 s per GiB of live heap, bench/leak_scan_bench.sh)")
       ->check(CLI::IsMember({"on", "off"}));
   std::vector<char*> cargv;
   for (std::string& s : ours) cargv.push_back(s.data());
