@@ -11,6 +11,7 @@
 // the innermost frame first; `pid` is the OS pid of the process image a site belongs to.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -216,6 +218,7 @@ struct Site {
   MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SITE_FIELD)
 #undef MEMLEDGER_SITE_FIELD
   Stack stack;
+  std::string leak_kinds;  // leak kinds: set by check, the kinds its counted leaks have ("definite, indirect")
 };
 
 // One process's part of a site merged across processes.
@@ -230,6 +233,25 @@ struct ProcessAmount {
 inline constexpr const char* kOriginProgram = "program";
 inline constexpr const char* kOriginRuntime = "runtime";
 inline constexpr const char* kOriginAllocator = "allocator-internal";
+
+// ---- leak kinds (analyzer/leak_kinds.cpp, docs/leak-kinds.md) ----
+// memcheck's kinds of a leaked heap block, from the exit scan; kNotClassified: a heap block of a
+// process that was not scanned (crash, _exit, exec, `--scan off`, a file older than version 6)
+// or allocated after its scan. Indices of LeakKindAmounts.
+enum LeakKindIndex : int { kDefinite = 0, kIndirect = 1, kPossible = 2, kReachable = 3, kNotClassified = 4 };
+inline constexpr int kLeakKindSlots = 5;
+const char* leakKindName(int index);  // "definite" | "indirect" | "possible" | "reachable" | "not_classified"
+// Parses "definite,indirect,possible,reachable" (also "all"); false on an unknown name.
+bool parseLeakKinds(const std::string& list, std::array<bool, kLeakKindSlots>* out, std::string* error);
+struct KindAmount {
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+using LeakKindAmounts = std::array<KindAmount, kLeakKindSlots>;
+// Per stored site (stack_id, kind, image_id): its leaked heap blocks per leak kind, not
+// classified ones included (sites: their leak_count/leak_bytes); heap kinds only.
+std::map<std::tuple<int64_t, std::string, int64_t>, LeakKindAmounts> leakKindsBySite(const Recording& rec);
+// ---- end leak kinds ----
 
 // A site reduced to what one question needs: how many, how much, of what, where.
 struct SiteAmount {
@@ -246,6 +268,7 @@ struct SiteAmount {
   // suppression entry's reason) when it is not the program's.
   std::string origin = kOriginProgram;
   std::string origin_reason;
+  LeakKindAmounts leak_kinds{};  // leaks only: the site's blocks per leak kind (heap kinds)
 };
 
 struct Leaks {
@@ -258,6 +281,8 @@ struct Leaks {
   // did not free (blocks live at exit) is counted apart here. 0 processes: none was Python.
   int64_t python_processes = 0;
   int64_t finalization_left_count = 0, finalization_left_bytes = 0;
+  LeakKindAmounts kinds{};        // heap leaks per leak kind, over all sites (before the cut)
+  bool scanned = false;           // some process of the recording had its exit scan
 };
 
 struct KindPeak {

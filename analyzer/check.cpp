@@ -174,6 +174,21 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
   CheckResult r;
   r.processes = processes(rec);
   std::vector<Site> all = sites(rec);
+  // Leak kinds: a heap site counts only its blocks of the chosen kinds.
+  const auto byKind = leakKindsBySite(rec);
+  for (Site& s : all) {
+    auto it = byKind.find({s.stack_id, s.kind, s.image_id});
+    if (it == byKind.end()) continue;
+    int64_t count = 0, bytes = 0;
+    for (int k = 0; k < kLeakKindSlots; ++k) {
+      if (!limits.leak_kinds[k] || !it->second[k].count) continue;
+      count += it->second[k].count;
+      bytes += it->second[k].bytes;
+      if (k != kNotClassified) s.leak_kinds += std::string(s.leak_kinds.empty() ? "" : ", ") + leakKindName(k);
+    }
+    s.leak_count = count;
+    s.leak_bytes = bytes;
+  }
 
   // Leaks, after suppressions.
   for (const auto& s : all) {
@@ -314,8 +329,9 @@ std::string formatCheck(const CheckResult& r, const std::string& title, size_t t
       int64_t bytes = v.rule.starts_with("max-peak") ? (s.kind == "mmap" && r.peak_kind == PeakKind::Mmap ? s.max_live_bytes : s.peak_bytes)
                                                       : s.leak_bytes;
       int64_t count = v.rule.starts_with("max-peak") ? s.peak_count : s.leak_count;
-      o << "  site " << ++n << ": " << bytesText(bytes) << " in " << count << " blocks (" << s.kind << ", pid "
-        << s.pid << ")\n";
+      bool leak = !v.rule.starts_with("max-peak");
+      o << "  site " << ++n << ": " << bytesText(bytes) << " in " << count << " blocks (" << s.kind
+        << (leak && !s.leak_kinds.empty() ? ", " + s.leak_kinds : "") << ", pid " << s.pid << ")\n";
       for (size_t i = 0; i < s.stack.size(); ++i) o << "    #" << i << " " << frameLine(s.stack[i]) << "\n";
       if (s.stack.empty()) o << "    (no stack)\n";
     }

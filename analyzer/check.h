@@ -42,6 +42,10 @@ struct Limits {
   PeakKind peak_kind = PeakKind::Heap;
   std::optional<double> max_peak_growth_pct;   // needs a baseline
   std::optional<int64_t> max_new_leak_sites;   // needs a baseline
+  // Leak kinds counted as leaks (analyzer.h LeakKindIndex; `check --leak-kinds`): by default
+  // definite and indirect (LeakSanitizer's semantics) and the leaks that could not be classified
+  // (unscanned processes, kinds that are not heap: counted as before).
+  std::array<bool, kLeakKindSlots> leak_kinds{true, true, false, false, true};
 };
 
 struct Violation {

@@ -27,7 +27,7 @@ void describe(const std::vector<const Violation*>& vs, std::optional<int64_t> im
       if (image && s.image_id != *image) continue;
       bool peak = v->rule.starts_with("max-peak");
       text << "  " << (peak ? s.peak_bytes : s.leak_bytes) << " bytes in " << (peak ? s.peak_count : s.leak_count)
-           << " blocks (" << s.kind << ")\n";
+           << " blocks (" << s.kind << (peak || s.leak_kinds.empty() ? "" : ", " + s.leak_kinds) << ")\n";
       for (const auto& f : s.stack) text << "    " << frameLine(f) << "\n";
     }
   }

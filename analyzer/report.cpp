@@ -91,9 +91,17 @@ json toJson(const Leaks& l) {
     json j = siteJson(s);
     j["origin"] = s.origin;
     if (!s.origin_reason.empty()) j["origin_reason"] = s.origin_reason;
+    // Leak kinds: the site's nonzero ones (heap sites; other kinds are never scanned).
+    json lk = json::object();
+    for (int k = 0; k < kLeakKindSlots; ++k)
+      if (s.leak_kinds[k].count) lk[leakKindName(k)] = {{"bytes", s.leak_kinds[k].bytes}, {"count", s.leak_kinds[k].count}};
+    j["leak_kinds"] = std::move(lk);
     sites.push_back(std::move(j));
   }
-  json j = {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites}};
+  json kinds = json::object();
+  for (int k = 0; k < kLeakKindSlots; ++k) kinds[leakKindName(k)] = {{"bytes", l.kinds[k].bytes}, {"count", l.kinds[k].count}};
+  json j = {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites},
+            {"kinds", kinds}, {"scanned", l.scanned}};
   if (l.python_processes)  // Python images: counted when the interpreter started finalizing
     j["python"] = {{"processes", l.python_processes}, {"counted_at", "interpreter finalization"},
                    {"left_by_finalization", {{"count", l.finalization_left_count}, {"bytes", l.finalization_left_bytes}}}};

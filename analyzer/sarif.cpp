@@ -63,7 +63,8 @@ nlohmann::json result(const std::string& checkName, const Violation& v, const Si
     int64_t bytes = peak ? site->peak_bytes : site->leak_bytes;
     int64_t count = peak ? site->peak_count : site->leak_count;
     std::string where = site->stack.empty() ? "??" : frameLine(site->stack.front());
-    text = std::to_string(bytes) + " bytes in " + std::to_string(count) + " blocks (" + site->kind + ") from " +
+    std::string kinds = peak || site->leak_kinds.empty() ? "" : ", " + site->leak_kinds;  // leak kinds
+    text = std::to_string(bytes) + " bytes in " + std::to_string(count) + " blocks (" + site->kind + kinds + ") from " +
            where + ": " + text;
     for (const Frame& f : site->stack)
       if (f.file) {

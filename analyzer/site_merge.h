@@ -55,6 +55,11 @@ std::vector<SiteAmount> mergeAcrossProcesses(const Recording& rec, std::vector<S
 // null) receives the number of distinct pids of each merged site.
 std::vector<Site> mergeSiteRows(const Recording& rec, std::vector<Site> sites, std::vector<int64_t>* processes);
 
+// Leak kinds (leak_kinds.cpp): each site's SiteAmount::leak_kinds (unmerged sites, one image
+// each) and the totals in leaks.kinds, from leak_kinds rows (version 6) under the filter's time
+// window; heap blocks without a row are not classified.
+void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks);
+
 // The leak origins (SiteAmount::origin) of sites whose stacks are attached, from the built-in
 // suppressions' classification (analyzer/suppressions.cpp).
 void classifyOrigins(std::vector<SiteAmount>& sites);

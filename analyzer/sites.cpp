@@ -240,6 +240,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     out.count += s.count;
     out.bytes += s.bytes;
   }
+  detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
   // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h).
   if (detail::severalProcesses(rec, filter)) out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
   out.site_count = out.sites.size();

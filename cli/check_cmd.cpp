@@ -34,6 +34,10 @@ of 1024, kB/MB/GB powers of 1000):
   --max-peak-growth     percent growth of that peak over --baseline's.
   --max-new-leak-sites  leak sites (matched by function and file names) the baseline did not have.
 With no limit given, the check is --max-leaks 0: any unsuppressed leak fails it.
+Leak kinds (docs/leak-kinds.md): at each normal exit the process's memory is scanned for pointers,
+as memcheck does; only leaks of the kinds in --leak-kinds count (default: definite and indirect,
+LeakSanitizer's semantics, plus leaks that could not be classified: a crash, _exit, exec, mmap).
+A program whose leftovers are all still reachable passes without suppressions.
 The started program failing (non-zero exit or death by signal) always fails the check.
 
 Suppressions use LeakSanitizer's syntax (leak:PATTERN, * wildcards, ^/$ anchors, # comments),
@@ -74,6 +78,7 @@ struct Options {
   std::string junit, sarif, sarifRoot, recordDir;
   bool perTest = false;
   size_t top = 10;  // sites (with their stacks) printed per violation; 0 = all
+  bool scan = true;  // leak kinds: the exit scan of `check -- PROGRAM`
 };
 
 // One evaluated recording: the name it is reported under and its result.
@@ -146,7 +151,7 @@ int runPerTest(const Options& o, const std::string& dir, bool keep) {
     argv.push_back("--gtest_filter=" + t.fullName());
     std::string db = dir + "/test-" + std::to_string(i) + ".db";
     std::fflush(stdout);
-    int status = recordProgram(db, argv, keep);
+    int status = recordProgram(db, argv, keep, o.scan);
     if (access(db.c_str(), F_OK) != 0) {
       std::fprintf(stderr, "memledger: recording %s failed (status %d)\n", t.fullName().c_str(), status);
       return status == 126 || status == 127 ? status : 2;
@@ -183,7 +188,7 @@ int runChecks(const Options& o) {
   if (o.perTest) return runPerTest(o, dir, !temporary);
   std::string db = dir + "/check.db";
   std::fflush(stdout);
-  int status = recordProgram(db, o.program, !temporary);
+  int status = recordProgram(db, o.program, !temporary, o.scan);
   if (access(db.c_str(), F_OK) != 0) {
     if (status == 126 || status == 127) return status;
     std::fprintf(stderr, "memledger: recording failed (status %d)\n", status);
@@ -235,6 +240,15 @@ int cmdCheck(int argc, char** argv) {
   app.add_option("--sarif-root", o.sarifRoot, "source root for relative SARIF paths (default: current folder)");
   app.add_option("--record-dir", o.recordDir, "keep the recordings made by `check -- PROGRAM` in this folder");
   app.add_flag("--per-test", o.perTest, "PROGRAM is a GoogleTest binary: record and check each test alone");
+  std::string leakKinds = "definite,indirect,not_classified", scan = "on";
+  app.add_option("--leak-kinds", leakKinds,
+                 "leak kinds that count as leaks (docs/leak-kinds.md), as memcheck's "
+                 "--errors-for-leak-kinds: definite,indirect,possible,reachable,not_classified or all "
+                 "(default definite,indirect,not_classified: still-reachable blocks pass)");
+  app.add_option("--scan", scan,
+                 "on|off: the exit scan that classifies leaks of `check -- PROGRAM` (off: every leak "
+                 "is not_classified; the scan costs the exiting process ~5 s per GiB of live heap)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--top", o.top, "sites printed (with stacks) per violation (default 10, 0 = all)");
   if (int rc = parseCommandLine(app, split, argv, "check"); rc >= 0) return rc;
   if (printDefaults) {
@@ -251,6 +265,11 @@ int cmdCheck(int argc, char** argv) {
     return usage("--max-leaked-bytes: '" + maxLeakedBytes + "' is not a size");
   if (!maxPeak.empty() && !(o.limits.max_peak = an::parseSize(maxPeak)))
     return usage("--max-peak: '" + maxPeak + "' is not a size");
+  {
+    std::string err;
+    if (!an::parseLeakKinds(leakKinds, &o.limits.leak_kinds, &err)) return usage("--leak-kinds: " + err);
+  }
+  o.scan = scan == "on";
   auto pk = an::parsePeakKind(kind);
   if (!pk) return usage("--kind: '" + kind + "' is not heap, mmap, rss, device, pinned or managed");
   o.limits.peak_kind = *pk;

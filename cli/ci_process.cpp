@@ -71,11 +71,13 @@ ChildResult spawn(const std::vector<std::string>& argv, bool capture) {
 ChildResult runChild(const std::vector<std::string>& argv) { return spawn(argv, false); }
 ChildResult runChildCapture(const std::vector<std::string>& argv) { return spawn(argv, true); }
 
-int recordProgram(const std::string& dbPath, const std::vector<std::string>& program, bool compress) {
+int recordProgram(const std::string& dbPath, const std::vector<std::string>& program, bool compress,
+                  bool scan) {
   // A child process rather than an in-process call: `record` owns signals, the control socket
   // and the program's exit status, and a fresh process gives each recording a clean slate.
   std::vector<std::string> argv = {std::string(selfDir()) + "/memledger", "record", "-o", dbPath};
   if (!compress) argv.push_back("--no-compress");
+  if (!scan) argv.insert(argv.end(), {"--scan", "off"});
   argv.push_back("--");
   argv.insert(argv.end(), program.begin(), program.end());
   return runChild(argv).status;

@@ -20,7 +20,9 @@ ChildResult runChildCapture(const std::vector<std::string>& argv);
 // `<selfDir>/memledger record -o dbPath -- program...`; returns record's status (the program's
 // own status passed through, 126/127 when it could not be started). compress=false adds
 // --no-compress: a recording read once and deleted is not worth compressing.
-int recordProgram(const std::string& dbPath, const std::vector<std::string>& program, bool compress);
+// scan: the exit scan for leak kinds (`record --scan on|off`).
+int recordProgram(const std::string& dbPath, const std::vector<std::string>& program, bool compress,
+                  bool scan = true);
 
 // A fresh private directory under $TMPDIR (or /tmp); empty string on failure.
 std::string makeTempDir();

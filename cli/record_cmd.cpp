@@ -82,7 +82,7 @@ int cmdRecord(int argc, char** argv) {
       return 2;
     }
     ours.push_back(a);
-    bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms");
+    bool takesValue = (a == "-o" || a == "--output" || a == "--bucket-ms" || a == "--fold-ms" || a == "--scan");
     if (takesValue && i + 1 < argc) ours.push_back(argv[++i]);
   }
 
@@ -111,7 +111,7 @@ int cmdRecord(int argc, char** argv) {
   app.add_option("--scan", scan,
                  "on|off: at each process's normal exit scan its memory for pointers and classify "
                  "its leaks as definite/indirect/possible/reachable (docs/leak-kinds.md; the process "
-                 "waits while its heap is read, ~1 s per GiB live)")
+                 "waits while its heap is read: ~5 s per GiB of live heap, bench/leak_scan_bench.sh)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--no-cuda", noCuda,
                "do not load the CUDA collector (by default CUDA_INJECTION64_PATH is set to "

@@ -62,6 +62,8 @@ std::string siteList(const std::vector<an::SiteAmount>& sites, const TextOptions
                processText(s).c_str());
     if (s.origin != an::kOriginProgram)
       out += "         [" + s.origin + "] " + s.origin_reason + " Not the program's to free.\n";
+    if (std::string kinds = textSiteKinds(s); !kinds.empty() && s.leak_kinds[an::kNotClassified].count != s.count)
+      out += "         kinds: " + kinds + "\n";  // leak kinds (leak sites only)
     out += stackText(s.stack, opt, "         ");
   }
   if (sites.size() > n) out += fmt("  ... %zu more %s (--top N to see more)\n", sites.size() - n, what);
@@ -159,6 +161,7 @@ std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
                         formatBytes(l.bytes).c_str(),
                         plural(static_cast<int64_t>(l.site_count), "site", "sites").c_str());
   if (l.python_processes) out += "  " + pythonLeakBasis(l) + "\n";
+  out += textLeakSummary(l);  // leak kinds
   out += siteList(l.sites, opt, "sites");
   if (l.site_count > std::max(l.sites.size(), opt.top))
     out += fmt("  ... %zu more sites (--top N to see more)\n", l.site_count - l.sites.size());

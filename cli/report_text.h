@@ -22,6 +22,10 @@ std::string textRecordingLine(const analyzer::RecordingInfo& info);  // "run.db:
 std::string textSummary(const analyzer::Report& report);
 std::string textLeaks(const analyzer::Leaks& leaks, const TextOptions& opt);
 std::string textPeak(const analyzer::Peak& peak, const TextOptions& opt);
+// Leak kinds (report_leak_kinds.cpp): memcheck's LEAK SUMMARY lines ("" when nothing was
+// scanned), and one site's kinds ("definite 100 B in 1, ...").
+std::string textLeakSummary(const analyzer::Leaks& leaks);
+std::string textSiteKinds(const analyzer::SiteAmount& site);
 std::string textProcesses(const std::vector<analyzer::Process>& processes);
 std::string textPhases(const std::vector<analyzer::Phase>& phases, const TextOptions& opt);
 std::string textFragmentation(const analyzer::Fragmentation& fragmentation);

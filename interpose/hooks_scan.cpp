@@ -112,7 +112,14 @@ __attribute__((destructor)) void scanAtExit() {
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (!h || !sameProcess()) return;
   wire::ScanBox* box = wire::scanBox(h);
-  if (box->mode.load(std::memory_order_acquire) == 2) return;  // `--scan off`
+  // The recorder sets the mode when it maps the ring; a process that ends before that waits for
+  // it (at most 1 s), then asks only when told to (mode 2: `--scan off`, or a reader that does
+  // not answer scans).
+  for (int i = 0; i < 1000 && box->mode.load(std::memory_order_acquire) == 0; ++i) {
+    timespec ms{0, 1'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  if (box->mode.load(std::memory_order_acquire) != 1) return;
   g_scanned = true;
   int savedErrno = errno;
 #ifdef PR_SET_PTRACER

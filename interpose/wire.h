@@ -238,8 +238,8 @@ static_assert(sizeof(RingHeader) <= kRingHeaderBytes);
 
 // ---- leak kinds (docs/leak-kinds.md) ----
 // The exit scan's mailbox, at a fixed place in the header page (after RingHeader, which may grow
-// up to it). `mode`, set by the recorder when it maps the ring: 0 not known yet (the process asks
-// anyway), 1 scan, 2 no scan (`--scan off`: the process does not ask). `state`: the process sets 1
+// up to it). `mode`, set by the recorder when it maps the ring: 0 not known yet (the process waits
+// for it, at most 1 s), 1 scan, 2 no scan (`--scan off`, a reader that answers no scans). `state`: the process sets 1
 // before it sends LeakScan and waits (futex, shared) until the recorder stores 2 (scanned) or 3
 // (not scanned) and wakes it; it gives up when the heartbeat goes stale.
 struct ScanBox {

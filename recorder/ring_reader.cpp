@@ -140,7 +140,7 @@ std::optional<Registration> ControlSocket::accept() {
 // ---------------------------------------------------------------------------------------------
 // RingReader
 
-std::unique_ptr<RingReader> RingReader::map(Registration reg, std::string* error) {
+std::unique_ptr<RingReader> RingReader::map(Registration reg, std::string* error, bool leakScan) {
   auto fail = [&](const std::string& why) -> std::unique_ptr<RingReader> {
     if (error) *error = "invalid ring: " + why;
     if (reg.memfd >= 0) ::close(reg.memfd);
@@ -187,6 +187,7 @@ std::unique_ptr<RingReader> RingReader::map(Registration reg, std::string* error
   r->base_ = base;
   r->bytes_ = bytes;
   r->header_ = static_cast<wire::RingHeader*>(base);
+  r->setScanMode(leakScan);  // leak kinds: before anything is drained (ring_reader_scan.cpp)
   r->tsc_ = clock == wire::kClockTsc;
   r->laneCount_ = lanes;
   r->lanes_.reset(new Lane[lanes]);

@@ -70,8 +70,9 @@ class ControlSocket {
 class RingReader {
  public:
   // Maps the ring of a registration (takes ownership of reg.memfd). nullptr + *error when the
-  // memfd is not a valid ring of this wire version.
-  static std::unique_ptr<RingReader> map(Registration reg, std::string* error);
+  // memfd is not a valid ring of this wire version. leakScan: this reader answers the exit scan
+  // (wire.h ScanBox; a reader that does not, tells the process not to ask).
+  static std::unique_ptr<RingReader> map(Registration reg, std::string* error, bool leakScan = false);
   ~RingReader();
 
   // Delivers up to `max` published records, the lanes merged in stamp order below this round's

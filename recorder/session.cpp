@@ -192,7 +192,7 @@ void Session::registerImage(Registration reg) {
   s.start_ns = h.start_ns;
   s.orphaned = s.forked && s.ppid == static_cast<uint32_t>(::getpid());
   std::string err;
-  std::unique_ptr<RingReader> ring = RingReader::map(std::move(reg), &err);
+  std::unique_ptr<RingReader> ring = RingReader::map(std::move(reg), &err, opt_.leakScan);
   if (!ring) {
     std::fprintf(stderr, "memledger: warning: rejected a registration from pid %u: %s\n", h.pid,
                  err.c_str());
@@ -221,7 +221,6 @@ void Session::registerImage(Registration reg) {
   t.ring->heartbeat(now);
   // Leak kinds (docs/leak-kinds.md): a LeakScan record is answered while it is drained, with the
   // image's live set exactly as the records before it left it.
-  t.ring->setScanMode(opt_.leakScan);
   RingReader* ringPtr = t.ring.get();
   ImageRecorder* imgPtr = &img;
   uint32_t pid = s.pid;

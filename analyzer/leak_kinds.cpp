@@ -1,0 +1,126 @@
+// Leak kinds (docs/leak-kinds.md): what the recorder's exit scan found per leaked heap block
+// (leak_scans, leak_kinds; schema version 6), grouped per site and summed for the report.
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/site_merge.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer {
+
+const char* leakKindName(int index) {
+  switch (index) {
+    case kDefinite: return "definite";
+    case kIndirect: return "indirect";
+    case kPossible: return "possible";
+    case kReachable: return "reachable";
+    default: return "not_classified";
+  }
+}
+
+bool parseLeakKinds(const std::string& list, std::array<bool, kLeakKindSlots>* out, std::string* error) {
+  out->fill(false);
+  std::stringstream in(list);
+  std::string item;
+  bool any = false;
+  while (std::getline(in, item, ',')) {
+    if (item == "all") {
+      for (int k = 0; k < kReachable + 1; ++k) (*out)[k] = true;
+      any = true;
+      continue;
+    }
+    bool found = false;
+    for (int k = 0; k < kLeakKindSlots; ++k)
+      if (item == leakKindName(k)) (*out)[k] = found = true;
+    if (!found) {
+      *error = "unknown leak kind '" + item + "' (definite, indirect, possible, reachable, not_classified, all)";
+      return false;
+    }
+    any = true;
+  }
+  if (!any) {
+    *error = "no leak kind given";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+using detail::Statement;
+bool hasTable(const Recording& rec, const char* name) {
+  Statement q(rec, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  q.bind(1, std::string(name));
+  return q.step() && q.i64(0) > 0;
+}
+bool heapKind(const std::string& kind) { return kind == "malloc" || kind == "new"; }
+
+using SiteKey = std::tuple<int64_t, std::string, int64_t>;
+std::map<SiteKey, LeakKindAmounts> classified(const Recording& rec, const Filter& filter) {
+  std::map<SiteKey, LeakKindAmounts> bySite;
+  if (!hasTable(rec, "leak_kinds")) return bySite;
+  Statement q(rec,
+              "SELECT a.stack_id, a.kind, a.image_id, k.kind, count(*), sum(a.size) FROM allocations a "
+              "JOIN leak_kinds k ON k.allocation_id = a.id WHERE a.t_free IS NULL AND a.t_alloc >= ? "
+              "AND a.t_alloc <= ? GROUP BY a.stack_id, a.kind, a.image_id, k.kind");
+  q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
+  q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
+  while (q.step()) {
+    int64_t k = q.i64(3);
+    if (k < 0 || k > kReachable) continue;
+    KindAmount& a = bySite[{q.i64(0), q.text(1), q.i64(2)}][k];
+    a.count += q.i64(4);
+    a.bytes += q.i64(5);
+  }
+  return bySite;
+}
+
+// The rest of a site's leaks (count, bytes) is not classified.
+void completeWithUnclassified(LeakKindAmounts& a, int64_t count, int64_t bytes) {
+  for (int k = 0; k <= kReachable; ++k) {
+    count -= a[k].count;
+    bytes -= a[k].bytes;
+  }
+  a[kNotClassified] = {count > 0 ? count : 0, bytes > 0 ? bytes : 0};
+}
+}  // namespace
+
+std::map<SiteKey, LeakKindAmounts> leakKindsBySite(const Recording& rec) {
+  std::map<SiteKey, LeakKindAmounts> bySite = classified(rec, Filter{});
+  std::map<SiteKey, LeakKindAmounts> out;
+  for (const Site& s : sites(rec)) {
+    if (s.leak_count <= 0 || !heapKind(s.kind)) continue;
+    SiteKey key{s.stack_id, s.kind, s.image_id};
+    LeakKindAmounts a{};
+    if (auto it = bySite.find(key); it != bySite.end()) a = it->second;
+    completeWithUnclassified(a, s.leak_count, s.leak_bytes);
+    out[key] = a;
+  }
+  return out;
+}
+
+namespace detail {
+
+void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks) {
+  if (hasTable(rec, "leak_scans")) {
+    Statement q(rec, "SELECT count(*) FROM leak_scans WHERE status = 'scanned'");
+    leaks.scanned = q.step() && q.i64(0) > 0;
+  }
+  std::map<SiteKey, LeakKindAmounts> bySite = classified(rec, filter);
+  leaks.kinds = {};
+  for (SiteAmount& s : leaks.sites) {
+    s.leak_kinds = {};
+    if (!heapKind(s.kind)) continue;
+    auto it = bySite.find({s.stack_id, s.kind, s.image_id});
+    if (it != bySite.end()) s.leak_kinds = it->second;
+    completeWithUnclassified(s.leak_kinds, s.count, s.bytes);
+    for (int k = 0; k < kLeakKindSlots; ++k) {
+      leaks.kinds[k].count += s.leak_kinds[k].count;
+      leaks.kinds[k].bytes += s.leak_kinds[k].bytes;
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace memledger::analyzer
