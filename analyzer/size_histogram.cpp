@@ -28,6 +28,12 @@ struct SiteKey {
 }  // namespace
 
 SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites) {
+  if (filter.t_from_ns || filter.t_to_ns) return sizeHistogram(rec, filter, top_sites, siteCosts(rec, filter.t_from_ns, filter.t_to_ns));
+  return sizeHistogram(rec, filter, top_sites, {});
+}
+
+SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites,
+                            const std::vector<SiteCost>& range_costs) {
   // bucket index -> site -> amounts
   std::map<int, std::map<SiteKey, SizeBucketSite>> byBucket;
   auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
@@ -45,7 +51,7 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
   // its smallest and largest sizes are the whole run's.
   std::map<SiteKey, std::pair<int64_t, int64_t>> inRange;
   if (timed)
-    for (const SiteCost& c : siteCosts(rec, filter.t_from_ns, filter.t_to_ns))
+    for (const SiteCost& c : range_costs)
       if (c.cost.count > 0) inRange[{c.image_id, c.stack_id, c.kind}] = {c.cost.count, c.cost.allocated};
   Filter siteFilter = filter;
   siteFilter.top.reset();

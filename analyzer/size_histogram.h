@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/call_tree.h"
 
 namespace memledger::analyzer {
 
@@ -39,6 +40,10 @@ struct SizeHistogram {
 // Every allocation of the sites passing `filter` (pid, kind; with a time range the blocks made in
 // it, per site from site_buckets like the call trees' ranges).
 SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter = {}, size_t top_sites = 10);
+// The same with the range's siteCosts(rec, filter.t_from_ns, filter.t_to_ns) already computed
+// (a GUI range job has them for its trees): not read a second time.
+SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites,
+                            const std::vector<SiteCost>& range_costs);
 
 // The bucket index of a size: floor(log2(size)), 0 for sizes 0 and 1.
 int sizeBucketIndex(uint64_t size);

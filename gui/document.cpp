@@ -177,7 +177,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       f.t_to_ns = to;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
       if (control->cancelled) throw an::Cancelled();
-      r->sizes = an::sizeHistogram(rec, f);
+      r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
     } catch (const an::Cancelled&) {
       // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
       if (self)

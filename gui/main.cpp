@@ -1,4 +1,4 @@
-// memledger-gui [FILE] [--screenshot OUT.png [--view NAME] [--range A:B]]
+// memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]
 // With --screenshot it opens FILE headless-capable (QT_QPA_PLATFORM=offscreen), waits for the
 // recording and the range's trees, writes the view as PNG and exits: 0 written, 2 bad usage or
 // an unreadable recording (its one-line message on stderr; the window showing it is still written).
@@ -8,18 +8,21 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
 
 #include "analyzer/format.h"
+#include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
 #include "gui/timeline_widget.h"
 
 namespace {
 const char* kUsage =
-    "usage: memledger-gui [FILE] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
+    "usage: memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
     "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
-    "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, suggestions\n"
+    "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, sizes,\n"
+    "        suggestions, compare (FILE2 against FILE, with --compare)\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
 }
 
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("memledger");
   QApplication::setApplicationName("memledger-gui");
   QStringList args = QApplication::arguments().mid(1);
-  QString file, screenshot, viewName = "summary", range, space;
+  QString file, screenshot, viewName = "summary", range, space, compare;
   bool spaceGiven = false;
   bool measure = false;
   for (int i = 0; i < args.size(); ++i) {
@@ -53,8 +56,7 @@ int main(int argc, char** argv) {
     } else if (a == "--measure") {
       measure = true;
     } else if (a == "--compare") {
-      std::fputs("memledger-gui: --compare is not implemented yet (use `memledger diff A B`)\n", stderr);
-      return 2;
+      if (!value(&compare)) return std::fputs(kUsage, stderr), 2;
     } else if (a.startsWith("-")) {
       std::fprintf(stderr, "memledger-gui: unknown option '%s'\n%s", qPrintable(a), kUsage);
       return 2;
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
     }
   }
   using memledger::gui::MainWindow;
-  if (!screenshot.isEmpty() && (file.isEmpty() || !MainWindow::viewNames().contains(viewName))) {
+  if ((!screenshot.isEmpty() && (file.isEmpty() || !MainWindow::viewNames().contains(viewName))) ||
+      (!compare.isEmpty() && file.isEmpty())) {
     std::fputs(kUsage, stderr);
     return 2;
   }
@@ -96,15 +99,9 @@ int main(int argc, char** argv) {
   if (screenshot.isEmpty()) return app.exec();
 
   bool rangeApplied = !timeRange;
+  bool compareStarted = compare.isEmpty();
   int status = 0;
-  QObject::connect(&window, &MainWindow::ready, &window, [&] {
-    if (window.showingError()) status = 2;
-    if (!rangeApplied && !status) {
-      rangeApplied = true;
-      window.timeline()->setSelection(timeRange->from_ns, timeRange->to_ns);
-      window.document()->setRange(timeRange->from_ns, timeRange->to_ns);
-      return;
-    }
+  std::function<void()> shoot = [&] {
     window.showView(viewName);
     QTimer::singleShot(50, &window, [&] {
       QWidget* target = viewName == "timeline" ? window.view("timeline") : static_cast<QWidget*>(&window);
@@ -114,8 +111,28 @@ int main(int argc, char** argv) {
       }
       if (status == 2 && !window.document()->error().isEmpty())
         std::fprintf(stderr, "%s\n", qPrintable(window.document()->error()));
+      if (!window.compareView()->error().isEmpty()) {
+        std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(window.compareView()->error()));
+        status = 2;
+      }
       app.exit(status);
     });
+  };
+  QObject::connect(window.compareView(), &memledger::gui::CompareView::compared, &window, [&] { shoot(); });
+  QObject::connect(&window, &MainWindow::ready, &window, [&] {
+    if (window.showingError()) status = 2;
+    if (!rangeApplied && !status) {
+      rangeApplied = true;
+      window.timeline()->setSelection(timeRange->from_ns, timeRange->to_ns);
+      window.document()->setRange(timeRange->from_ns, timeRange->to_ns);
+      return;
+    }
+    if (!compareStarted && !status) {
+      compareStarted = true;
+      window.compareWith(compare);  // the shot follows compared()
+      return;
+    }
+    shoot();
   });
   QTimer::singleShot(120000, &app, [&] {
     std::fputs("memledger-gui: timed out waiting for the recording\n", stderr);

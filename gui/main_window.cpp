@@ -27,6 +27,7 @@
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
 #include "gui/sizes_view.h"
+#include "gui/compare_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -49,6 +50,7 @@ MainWindow::MainWindow(QWidget* parent)
       flame_(new FlameGraphView(this)),
       leaks_(new LeaksView(this)),
       sizes_(new SizesView(this)),
+      compare_(new CompareView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -71,6 +73,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(leaks_, tr("&Leaks"));
   tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
+  tabs_->addTab(compare_, tr("Co&mpare"));
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);
@@ -154,7 +157,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
-  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions"};
+  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions", "compare"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
@@ -166,6 +169,7 @@ QWidget* MainWindow::view(const QString& name) const {
   if (name == "caller-callee") return callerCallee_;
   if (name == "leaks") return leaks_;
   if (name == "sizes") return sizes_;
+  if (name == "compare") return compare_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -182,6 +186,10 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
     QString path = QFileDialog::getOpenFileName(this, tr("Open recording"), {}, tr("Recordings (*.db *.memledger);;All files (*)"));
     if (!path.isEmpty()) openFile(path);
+  });
+  file->addAction(tr("&Compare with..."), this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, tr("Compare with recording"), {}, tr("Recordings (*.db *.memledger);;All files (*)"));
+    if (!path.isEmpty() && !compareWith(path)) status_->setText(tr("Open a recording first, then compare another with it"));
   });
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   updateRecent({});
@@ -304,6 +312,7 @@ bool MainWindow::exportView(const QString& path) {
   if (path.endsWith(".csv", Qt::CaseInsensitive)) {
     const QAbstractItemModel* model = nullptr;
     if (current == leaks_) model = leaks_->model();
+    else if (current == compare_) model = compare_->model();
     else if (current == callerCallee_) model = callerCallee_->table()->model();
     if (!model) return false;
     QFile f(path);
@@ -312,6 +321,13 @@ bool MainWindow::exportView(const QString& path) {
   }
   if (current == flame_) return flame_->exportImage(path);
   return grab().save(path);
+}
+
+bool MainWindow::compareWith(const QString& path) {
+  if (doc_->path().isEmpty()) return false;
+  compare_->compare(doc_->path(), path);
+  tabs_->setCurrentWidget(compare_);
+  return true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -23,6 +23,7 @@ class FlameGraphView;
 class LeaksView;
 class SuggestionsView;
 class SizesView;
+class CompareView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -31,7 +32,7 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions
+  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions, compare
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -41,6 +42,9 @@ class MainWindow : public QMainWindow {
   bool showingError() const { return pages_->currentIndex() == 0 && !doc_->error().isEmpty(); }
   // Exports the current view: PNG or SVG (flame graph) by the suffix; tables as CSV.
   bool exportView(const QString& path);
+  // Compares `path` (B) with the open recording (A) in the Compare view; false when none is open.
+  bool compareWith(const QString& path);
+  CompareView* compareView() const { return compare_; }
 
  signals:
   void ready();  // the recording and the current range's trees are shown (or an error is)
@@ -69,6 +73,7 @@ class MainWindow : public QMainWindow {
   FlameGraphView* flame_;
   LeaksView* leaks_;
   SizesView* sizes_;
+  CompareView* compare_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;

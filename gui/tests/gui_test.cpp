@@ -18,6 +18,7 @@
 #include "gui/call_tree_view.h"
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
+#include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/sizes_view.h"
 #include "gui/summary_view.h"
@@ -52,11 +53,11 @@ class GuiTest : public QObject {
   QTemporaryDir dir_;
   QString demo_, three_;
 
-  QString record(const QString& sample, bool compress = true) {
-    QString out = dir_.filePath(sample + (compress ? ".db" : ".plain.db"));
+  QString record(const QString& sample, bool compress = true, const QStringList& programArgs = {}, const QString& name = {}) {
+    QString out = dir_.filePath((name.isEmpty() ? sample : name) + (compress ? ".db" : ".plain.db"));
     QStringList args{"record", "-o", out, "--force"};
     if (!compress) args << "--no-compress";
-    args << "--" << kBuild + "/samples/" + sample;
+    args << "--" << kBuild + "/samples/" + sample << programArgs;
     QProcess p;
     p.start(kBuild + "/bin/memledger", args);
     if (!p.waitForFinished(120000) || p.exitCode() != 0) return {};
@@ -325,6 +326,63 @@ class GuiTest : public QObject {
     }
     QCOMPARE(mib, 0);
     QCOMPARE(config, 3);  // exact from site_buckets, though the file has rows only for leaks
+  }
+
+  // ci_leaky leaking 10 x 1000 B (A) against ci_leaky holding a 4 MB peak (B): ci_leak_block is
+  // gone (-10000 B leaked), ci_hold_peak new (+4000000 B at the peak), in the table and the
+  // difference flame graph; `memledger diff` finds the same.
+  void compareTwoRecordings() {
+    const QString a = record("ci_leaky", true, {"leak", "10"}, "ci_leak10"), b = record("ci_leaky", true, {"peak", "4000000"}, "ci_peak");
+    QVERIFY(!a.isEmpty() && !b.isEmpty());
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(a);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+    CompareView* view = w.compareView();
+    QSignalSpy compared(view, &CompareView::compared);
+    QVERIFY(w.compareWith(b));
+    QVERIFY(QTest::qWaitFor([&] { return compared.count() > 0; }, 60000));
+    QVERIFY2(view->error().isEmpty(), qPrintable(view->error()));
+    QCOMPARE(w.view("compare"), static_cast<QWidget*>(view));
+    QAbstractItemModelTester tester(view->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    int leakRow = -1, peakRow = -1;
+    for (int r = 0; r < view->model()->rowCount(); ++r) {
+      const QString site = view->model()->index(r, CompareModel::kSite).data().toString();
+      if (site.startsWith("ci_leak_block")) leakRow = r;
+      if (site.startsWith("ci_hold_peak")) peakRow = r;
+    }
+    QVERIFY(leakRow >= 0 && peakRow >= 0);
+    auto cell = [&](int r, int c) { return view->model()->index(r, c).data(Qt::UserRole).toLongLong(); };
+    QCOMPARE(view->model()->index(leakRow, CompareModel::kStatus).data().toString(), QString("gone"));
+    QCOMPARE(cell(leakRow, CompareModel::kLeaked), -10000LL);
+    QCOMPARE(cell(leakRow, CompareModel::kCount), -10LL);
+    QCOMPARE(view->model()->index(peakRow, CompareModel::kStatus).data().toString(), QString("new"));
+    QCOMPARE(cell(peakRow, CompareModel::kPeak), 4000000LL);
+    QCOMPARE(cell(peakRow, CompareModel::kAllocated), 4000000LL);
+    // Sorted by the peak's change, largest growth first: the table's first row is ci_hold_peak.
+    QVERIFY(view->table()->model()->index(0, CompareModel::kSite).data().toString().startsWith("ci_hold_peak"));
+    // The same sites as the analyzer's diff (what `memledger diff` prints).
+    QCOMPARE(view->model()->rowCount(), int(view->diff()->sites.size()));
+    // Flame graph of the peak's change: ci_hold_peak +4000000 under main; of the leaks: -10000.
+    auto node = [&](const QString& prefix) -> const DiffFlame::Node* {
+      for (const auto& n : view->flame()->nodes())
+        if (n.name.startsWith(prefix)) return &n;
+      return nullptr;
+    };
+    view->flame()->setDiff(view->diff(), DiffFlame::Metric::Peak);
+    QVERIFY(node("ci_hold_peak"));
+    QCOMPARE(node("ci_hold_peak")->delta, 4000000LL);
+    QVERIFY(node("main") && node("main")->absolute >= 4000000 + 10000 - 64);
+    view->flame()->setDiff(view->diff(), DiffFlame::Metric::Leaked);
+    QVERIFY(node("ci_leak_block"));
+    QCOMPARE(node("ci_leak_block")->delta, -10000LL);
+    QVERIFY(!node("ci_hold_peak"));
+    QVERIFY(!view->flame()->grab().isNull());
+    // CSV export of the table.
+    QString csv = tableCsv(*view->model());
+    QVERIFY(csv.contains(",gone,"));
   }
 
   void newerRequestWinsAndCancelIsClean() {
