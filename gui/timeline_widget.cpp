@@ -249,7 +249,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   // Exact peaks: a triangle at the peak with its size.
   std::vector<QRectF> labels;
   for (const Drawn& d : drawn) {
-    if (!d.peak || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
+    if (!d.peak || d.peak->bytes <= 0 || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
     QPointF tip(xOf(d.peak->t_ns), yOf(double(d.peak->bytes)));
     QColor c = seriesColor(d.name);
     QPolygonF tri;
