@@ -33,9 +33,37 @@ constexpr int64_t kPeakShareMinBytes = 1 << 20;  // "free earlier" needs a peak 
 constexpr double kFragRatioMin = 0.3;
 constexpr int64_t kFragResidentMin = 16 << 20;
 
-// "`grow_buffer` (growth.c:12)": the function a reader should open.
+// --- Python sites (docs/python.md): advice in Python's terms -------------------------------
+// A Python frame has a `.py` file and no ELF module (the recorder resolves it from the code
+// object, not from an address).
+bool isPythonFrame(const Frame& f) {
+  return !f.module && f.file && f.file->size() > 3 && f.file->compare(f.file->size() - 3, 3, ".py") == 0;
+}
+
+// The interpreter's own code: libpython3.X.so or a python3.X executable (Debian links it in).
+bool isInterpreterModule(const std::string& module) {
+  auto slash = module.rfind('/');
+  std::string base = slash == std::string::npos ? module : module.substr(slash + 1);
+  return base.rfind("libpython", 0) == 0 || base.rfind("python", 0) == 0;
+}
+
+// The Python frame that made a site's allocations: the first Python frame when only the
+// interpreter's native frames come before it (a bytearray, a list, a dict the script built).
+// Null when an extension's or the program's own native code comes first (numpy's buffer, a C
+// leak under Python): that code is what allocated, and C advice stays right for it.
+const Frame* pythonSiteFrame(const Stack& stack) {
+  for (const Frame& f : stack) {
+    if (isPythonFrame(f)) return &f;
+    if (!f.module || !isInterpreterModule(*f.module)) return nullptr;
+  }
+  return nullptr;
+}
+
+// "`grow_buffer` (growth.c:12)": the function a reader should open; for a Python site the
+// Python function and line, not the interpreter's allocator.
 std::string where(const Stack& stack) {
-  const Frame* f = detail::namedFrame(stack);
+  const Frame* f = pythonSiteFrame(stack);
+  if (!f) f = detail::namedFrame(stack);
   if (!f) {
     for (const Frame& any : stack)
       if (any.module) {
@@ -226,6 +254,15 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                       (l.count == 1 ? "it" : "them") + " when done, or give " + (l.count == 1 ? "it" : "them") +
                       " an owner (e.g. std::unique_ptr)",
                   l.stack, evidence};
+    if (pythonSiteFrame(l.stack)) {
+      // Python frees what nothing refers to: what is left was still referenced when the script's
+      // own code ended (a module-level list or dict, a cache, a closure).
+      sg.message = where(l.stack) + " made " + formatCount(l.count) + " block" + (l.count == 1 ? "" : "s") + " (" +
+                   formatBytes(l.bytes) + ")" + inProcesses(evidence) +
+                   " still referenced when the program's code finished: drop the reference when done (`del` it, "
+                   "`.clear()` a global list or dict), bound a cache (functools.lru_cache(maxsize=N)), or keep "
+                   "weak references (weakref)";
+    }
     bool allKilled = !killed.empty();
     for (const ProcessAmount& p : l.processes.empty() ? std::vector<ProcessAmount>{{l.pid, l.count, l.bytes}} : l.processes)
       allKilled = allKilled && std::find(killed.begin(), killed.end(), p.pid) != killed.end();
@@ -270,6 +307,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                       ", each freed before anything else was allocated: reuse one buffer "
                       "(hoist it out of the loop) or use a stack or arena buffer",
                   s.stack, evidence};
+    if (pythonSiteFrame(s.stack))
+      sg.message = where(s.stack) + " made " + formatCount(s.temp_count) + " temporary objects (" +
+                   formatBytes(s.temp_bytes) + ")" + inProcesses(evidence) +
+                   ", each dropped before anything else was allocated: create one outside the loop and reuse it "
+                   "(a bytearray or memoryview filled in place, numpy's out= argument)";
     bool nearlyAll = s.temp_count * 10 >= s.alloc_count * 9;
     sg.confidence = nearlyAll ? "high" : "medium";
     sg.confidence_reason = nearlyAll ? "nearly every allocation of the site was freed before the thread allocated "
@@ -299,6 +341,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                           " bytes a step (up to " + formatBytes(s.max_size) +
                           "): reserve the final capacity up front, or grow geometrically (double it)",
                       s.stack, p.evidence};
+        if (pythonSiteFrame(s.stack))
+          sg.message = where(s.stack) + what + inProcesses(p.evidence) + ", growing by " + formatCount(growth) +
+                       " bytes a step (up to " + formatBytes(s.max_size) +
+                       "): build it in one go (a list of parts and b''.join(parts), io.BytesIO, a comprehension) "
+                       "instead of extending it piece by piece";
         if (g.one_chain && g.sum_vs_linear >= kConvexSumMax) {
           sg.confidence = "high";
           sg.confidence_reason = "one block grew " + formatCount(s.alloc_count) +
@@ -326,6 +373,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                           formatDuration(p.evidence["mean_lifetime_ns"].get<int64_t>()) +
                           " on average: keep a free list or pool of them instead of malloc/free each time",
                       s.stack, p.evidence};
+        if (pythonSiteFrame(s.stack))
+          sg.message = where(s.stack) + " made " + formatCount(s.same_size_count) + " objects of " +
+                       formatBytes(s.max_size) + inProcesses(p.evidence) + " that lived " +
+                       formatDuration(p.evidence["mean_lifetime_ns"].get<int64_t>()) +
+                       " on average: create one outside the loop and reuse it instead of a new one each time";
         sg.confidence = "medium";
         sg.confidence_reason = "the same size over and over with a short mean life; a pool helps when the "
                                "allocator's fast path is not already enough";
@@ -340,6 +392,12 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                           inProcesses(p.evidence) +
                           ": an object pool or slab saves the allocator's per-block overhead and fragmentation",
                       s.stack, p.evidence};
+        if (pythonSiteFrame(s.stack))
+          sg.message = where(s.stack) + " kept up to " + formatCount(s.max_live_count) + " objects of " +
+                       formatBytes(s.max_size) + " alive at once (" + formatBytes(s.max_live_bytes) + ")" +
+                       inProcesses(p.evidence) +
+                       ": one large buffer (a bytearray sliced by memoryview, array.array, a numpy array) or "
+                       "__slots__ on their class costs less than as many separate objects";
         sg.confidence = "low";
         sg.confidence_reason = "many blocks of one size were alive at once; whether the per-block overhead "
                                "matters is not in the recording";
@@ -364,6 +422,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                         ": free it as soon as it is no longer needed, or process the data in chunks",
                     s.stack,
                     {{"site_peak_bytes", s.bytes}, {"site_peak_count", s.count}, {"peak_bytes", pk.bytes}, {"share", share}}};
+      if (pythonSiteFrame(s.stack))
+        sg.message = where(s.stack) + " held " + formatBytes(s.bytes) + " at the heap peak, " + percent(share) +
+                     " of " + formatBytes(pk.bytes) +
+                     ": drop the references to it (`del`, or let it go out of scope) as soon as it is no longer "
+                     "needed, or produce the data lazily (a generator instead of a list) or in chunks";
       sg.confidence = share >= 0.75 ? "high" : "medium";
       sg.confidence_reason = "the site held " + percent(share) +
                              " of the peak; whether its data can go earlier depends on when it is last used";

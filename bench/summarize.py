@@ -242,8 +242,19 @@ def main(tsv, info_path, md_path):
         "`memledger report` under 1 s on the 10^7-allocation storm)",
         "",
     ] + targets + [""]
+    # bench/python_overhead.sh writes its own section after PYTHON_MARK: keep it.
+    kept = ""
+    try:
+        old = open(md_path).read()
+        if PYTHON_MARK in old:
+            kept = "\n" + old[old.index(PYTHON_MARK):]
+    except OSError:
+        pass
     with open(md_path, "w") as f:
-        f.write("\n".join(md))
+        f.write("\n".join(md) + kept)
+
+
+PYTHON_MARK = "<!-- bench/python_overhead.sh writes from here on -->"
 
 
 if __name__ == "__main__":
