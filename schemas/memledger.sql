@@ -338,12 +338,14 @@ CREATE TABLE leak_scans (
   root_bytes   INTEGER NOT NULL,      -- root memory read (globals, stacks, other mappings)
   block_bytes  INTEGER NOT NULL,      -- heap block contents read
   blocks       INTEGER NOT NULL       -- live heap blocks classified
+);
 -- The kind of each leaked heap block (malloc/new family) of a scanned image: 0 definite,
 -- 1 indirect, 2 possible, 3 reachable. A leaked block without a row: not classified (not a heap
 -- kind, or allocated after the scan). Per site: these grouped by the block's stack and kind.
 CREATE TABLE leak_kinds (
   allocation_id  INTEGER PRIMARY KEY, -- allocations.id
   kind           INTEGER NOT NULL
+);
 -- ---- end leak kinds ----
 
 -- @finish: the statements below run when the recording is finished (no per-row index
