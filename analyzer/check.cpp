@@ -181,7 +181,12 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     if (it == byKind.end()) continue;
     int64_t count = 0, bytes = 0;
     for (int k = 0; k < kLeakKindSlots; ++k) {
-      if (!limits.leak_kinds[k] || !it->second[k].count) continue;
+      if (!it->second[k].count) continue;
+      if (!limits.leak_kinds[k]) {
+        r.uncounted_count += it->second[k].count;
+        r.uncounted_bytes += it->second[k].bytes;
+        continue;
+      }
       count += it->second[k].count;
       bytes += it->second[k].bytes;
       if (k != kNotClassified) s.leak_kinds += std::string(s.leak_kinds.empty() ? "" : ", ") + leakKindName(k);
@@ -314,6 +319,9 @@ std::string formatCheck(const CheckResult& r, const std::string& title, size_t t
     << " sites";
   if (r.suppressed_count || r.suppressed_bytes)
     o << " (suppressed: " << r.suppressed_count << " blocks, " << bytesText(r.suppressed_bytes) << ")";
+  if (r.uncounted_count)
+    o << " (not counted: " << r.uncounted_count << " blocks, " << bytesText(r.uncounted_bytes)
+      << " of other leak kinds; --leak-kinds all counts them)";
   o << "\n  " << peakKindName(r.peak_kind) << " peak: " << bytesText(r.peak_bytes);
   if (r.baseline_peak_bytes) o << " (baseline " << bytesText(*r.baseline_peak_bytes) << ")";
   o << "\n";

@@ -61,6 +61,8 @@ struct CheckResult {
   int64_t leak_count = 0, leak_bytes = 0;
   std::vector<Site> leak_sites;  // unsuppressed, leak_bytes descending
   int64_t suppressed_count = 0, suppressed_bytes = 0;
+  // Leaked heap blocks of the leak kinds not chosen (--leak-kinds): left out of the counts above.
+  int64_t uncounted_count = 0, uncounted_bytes = 0;
   std::vector<Suppression> suppressions;  // every entry with what it matched
   // Peak of the chosen kind.
   PeakKind peak_kind = PeakKind::Heap;
