@@ -12,6 +12,18 @@ namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
+namespace {
+// "definite 32 B, indirect 64 B": the site's leak kinds from the exit scan (heap sites only).
+QString leakKindsText(const an::SiteAmount& s) {
+  QStringList parts;
+  for (int k = 0; k < an::kLeakKindSlots; ++k)
+    if (s.leak_kinds[k].count)
+      parts << QString("%1 %2").arg(QString(an::leakKindName(k)).replace('_', ' '),
+                                    QString::fromStdString(an::formatBytes(s.leak_kinds[k].bytes)));
+  return parts.join(", ");
+}
+}  // namespace
+
 void LeaksModel::setLeaks(std::shared_ptr<const RangeData> range) {
   beginResetModel();
   range_ = std::move(range);
@@ -41,6 +53,7 @@ QVariant LeaksModel::data(const QModelIndex& index, int role) const {
     case kBytes: return QString::fromStdString(an::formatBytes(s->bytes));
     case kCount: return QString::fromStdString(an::formatCount(s->count));
     case kKind: return QString::fromStdString(s->kind);
+    case kLeakKinds: return leakKindsText(*s);
     case kOrigin: return QString::fromStdString(s->origin);
     case kProcesses: return s->processes.empty() ? QString::number(s->pid) : tr("%1 processes").arg(s->processes.size());
   }
@@ -54,6 +67,7 @@ QVariant LeaksModel::headerData(int section, Qt::Orientation o, int role) const 
     case kBytes: return tr("Leaked");
     case kCount: return tr("Blocks");
     case kKind: return tr("Kind");
+    case kLeakKinds: return tr("Leak kinds");
     case kOrigin: return tr("Origin");
     case kProcesses: return tr("Process");
   }
@@ -96,6 +110,7 @@ LeaksView::LeaksView(QWidget* parent)
   table_->setModel(proxy);
   table_->setSortingEnabled(true);
   table_->sortByColumn(LeaksModel::kBytes, Qt::DescendingOrder);
+  table_->horizontalHeader()->resizeSection(LeaksModel::kLeakKinds, 240);  // "definite 32 B, indirect 64 B"
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->hide();
@@ -113,10 +128,12 @@ LeaksView::LeaksView(QWidget* parent)
   layout->addWidget(split);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this, proxy](const QModelIndex& cur) {
     const an::SiteAmount* s = model_->site(proxy->mapToSource(cur).row());
-    stack_->setHtml(s ? QString("<b>%1 in %2 blocks</b> (%3)<br><br>%4")
+    QString kinds = s ? leakKindsText(*s) : QString();
+    stack_->setHtml(s ? QString("<b>%1 in %2 blocks</b> (%3)%4<br><br>%5")
                             .arg(QString::fromStdString(an::formatBytes(s->bytes)),
                                  QString::fromStdString(an::formatCount(s->count)),
                                  QString::fromStdString(s->origin_reason.empty() ? s->origin : s->origin_reason).toHtmlEscaped(),
+                                 kinds.isEmpty() ? QString() : "<br>" + tr("leak kinds: %1").arg(kinds).toHtmlEscaped(),
                                  stackHtml(s->stack))
                       : QString());
   });

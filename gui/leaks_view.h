@@ -17,7 +17,7 @@ class LeaksModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   using QAbstractTableModel::QAbstractTableModel;
-  enum Column { kSite, kBytes, kCount, kKind, kOrigin, kProcesses, kColumns };
+  enum Column { kSite, kBytes, kCount, kKind, kLeakKinds, kOrigin, kProcesses, kColumns };
   void setLeaks(std::shared_ptr<const RangeData> range);
   const analyzer::SiteAmount* site(int row) const;
   int rowCount(const QModelIndex& parent = {}) const override;

@@ -121,6 +121,21 @@ class GuiTest : public QObject {
     QVERIFY(!doc.range()->space);
   }
 
+  // samples/leak_kinds.c list: a lost list head (definite 32 B) whose two nodes are indirect
+  // (64 B): the Leaks table shows the exit scan's kinds per site.
+  void leaksShowTheirKinds() {
+    QString list = record("leak_kinds", true, {"list"}, "leak_kinds_list");
+    QVERIFY(!list.isEmpty());
+    Document doc;
+    doc.open(list);
+    QVERIFY(waitRange(doc));
+    LeaksModel model;
+    model.setLeaks(doc.range());
+    QCOMPARE(model.rowCount(), 1);
+    QCOMPARE(model.index(0, LeaksModel::kBytes).data(Qt::UserRole).toLongLong(), 96LL);
+    QCOMPARE(model.index(0, LeaksModel::kLeakKinds).data().toString(), QString("definite 32 B, indirect 64 B"));
+  }
+
   void modelsUnderTester() {
     Document doc;
     doc.open(demo_);
