@@ -27,6 +27,17 @@ void Document::cancel() {
   if (control_) control_->cancel();
 }
 
+// Cancelled by the user (not by a newer request, which owns the busy state now): idle.
+void Document::idleAfterCancel(QPointer<Document> self, uint64_t gen) {
+  if (!self) return;
+  QMetaObject::invokeMethod(
+      self.data(),
+      [self, gen] {
+        if (self && self->generation_ == gen) self->setBusy(false);
+      },
+      Qt::QueuedConnection);
+}
+
 void Document::setBusy(bool busy) {
   if (busy_ == busy) return;
   busy_ = busy;
@@ -94,14 +105,7 @@ void Document::open(const QString& path) {
       if (d->end_ns <= 0) d->end_ns = 1;
       out = std::move(d);
     } catch (const an::Cancelled&) {
-      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
-      if (self)
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, gen] {
-              if (self && self->generation_ == gen) self->setBusy(false);
-            },
-            Qt::QueuedConnection);
+      idleAfterCancel(self, gen);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());
@@ -179,14 +183,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       if (control->cancelled) throw an::Cancelled();
       r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
     } catch (const an::Cancelled&) {
-      // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
-      if (self)
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, gen] {
-              if (self && self->generation_ == gen) self->setBusy(false);
-            },
-            Qt::QueuedConnection);
+      idleAfterCancel(self, gen);
       return;
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());

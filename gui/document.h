@@ -8,6 +8,7 @@
 
 #include <QFuture>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 
 #include <memory>
@@ -81,6 +82,8 @@ class Document : public QObject {
   void startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from, std::optional<int64_t> to,
                   bool afterOpen);
   void setBusy(bool busy);
+  // A job of generation `gen` was cancelled by the user: idle, unless a newer job owns the state.
+  static void idleAfterCancel(QPointer<Document> self, uint64_t gen);
   void waitAll();
 
   QString path_, error_;
