@@ -281,6 +281,12 @@ struct Leaks {
   // did not free (blocks live at exit) is counted apart here. 0 processes: none was Python.
   int64_t python_processes = 0;
   int64_t finalization_left_count = 0, finalization_left_bytes = 0;
+  // With a time filter: the Python processes' blocks were kept when their allocation's timeline
+  // bucket (this wide) overlaps the range; 0 without one.
+  int64_t python_bucket_ns = 0;
+  // With a time filter on a file whose finalization snapshot keeps no allocation times (written
+  // before python_finalize_sites.t_ns): these Python processes' leaks are blocks live at exit.
+  int64_t python_exit_rule_processes = 0;
   LeakKindAmounts kinds{};        // heap leaks per leak kind, over all sites (before the cut)
   bool scanned = false;           // some process of the recording had its exit scan
 };

@@ -199,7 +199,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
   for (const auto& s : all) {
     if (s.leak_count <= 0 && s.leak_bytes <= 0) continue;
     if (isCudaKind(limits.peak_kind) && !inCudaKind(s.space, limits.peak_kind)) continue;
-    if (Suppression* sup = suppressions.match(s.stack)) {
+    if (Suppression* sup = suppressions.match(s.stack, s.kind)) {
       sup->matched_sites += 1;
       sup->matched_leaks += s.leak_count;
       sup->matched_bytes += s.leak_bytes;
@@ -350,7 +350,7 @@ std::string formatCheck(const CheckResult& r, const std::string& title, size_t t
     if (s.origin.starts_with("built-in") && s.matched_sites == 0) continue;
     if (!header) o << "suppressions:\n";
     header = true;
-    o << "  leak:" << s.pattern << " (" << s.origin << "): " << s.matched_leaks << " leaks, " << s.matched_bytes
+    o << "  " << (s.rule ? "" : "leak:") << s.pattern << " (" << s.origin << "): " << s.matched_leaks << " leaks, " << s.matched_bytes
       << " bytes in " << s.matched_sites << " sites\n";
   }
   return o.str();

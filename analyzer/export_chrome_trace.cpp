@@ -14,6 +14,17 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 constexpr int kCounterTid = 0;
 constexpr int kPhaseTid = 1;
+constexpr size_t kSitesNamed = 5;
+
+// Sites as the report's one-line lists name them ("py_leaker (leaky.py:7)"), with their bytes.
+nlohmann::json siteList(const std::vector<SiteAmount>& sites) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SiteAmount& s : sites) {
+    if (out.size() == kSitesNamed) break;
+    out.push_back({{"site", siteText(s.stack)}, {"kind", s.kind}, {"bytes", s.bytes}, {"pid", s.pid}});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -21,6 +32,10 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
   nlohmann::json events = nlohmann::json::array();
   std::vector<Process> procs = processes(rec);
   std::set<int64_t> named;
+  // The sites live at the report's heap peak go on that process's "heap peak" instant.
+  Filter topPeak;
+  topPeak.top = kSitesNamed;
+  Peak pk = peak(rec, topPeak);
   std::optional<detail::Stage> curves(std::in_place, 0, 0.6);
   for (size_t i = 0; i < procs.size(); ++i) {
     const Process& p = procs[i];
@@ -49,9 +64,12 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
         events.push_back({{"ph", "i"}, {"name", sp.name + " peak"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
                           {"ts", us(sp.time_ns)}, {"args", {{"bytes", sp.bytes}}}});
     }
-    if (p.peak_heap_bytes > 0)
+    if (p.peak_heap_bytes > 0) {
+      nlohmann::json args = {{"bytes", p.peak_heap_bytes}};
+      if (p.image_id == pk.image_id && !pk.sites.empty()) args["sites_at_report_peak"] = siteList(pk.sites);
       events.push_back({{"ph", "i"}, {"name", "heap peak"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
-                        {"ts", us(p.peak_heap_ns)}, {"args", {{"bytes", p.peak_heap_bytes}}}});
+                        {"ts", us(p.peak_heap_ns)}, {"args", std::move(args)}});
+    }
     if (p.end_ns)
       events.push_back({{"ph", "i"}, {"name", "process end"}, {"s", "p"}, {"pid", p.pid}, {"tid", kCounterTid},
                         {"ts", us(*p.end_ns)},
@@ -73,7 +91,8 @@ nlohmann::json exportChromeTrace(const Recording& rec) {
     events.push_back({{"ph", "X"}, {"name", p.name}, {"cat", "phase"}, {"pid", phasePid}, {"tid", kPhaseTid},
                       {"ts", us(p.start_ns)}, {"dur", us(p.end_ns - p.start_ns)},
                       {"args", {{"peak_bytes", p.peak_bytes}, {"allocated_bytes", p.allocated_bytes},
-                                {"freed_bytes", p.freed_bytes}, {"from_marker", p.from_marker}}}});
+                                {"freed_bytes", p.freed_bytes}, {"from_marker", p.from_marker},
+                                {"top_sites", siteList(p.top_sites)}}}});
   const RecordingInfo& info = rec.info();
   return {{"traceEvents", std::move(events)},
           {"displayTimeUnit", "ns"},

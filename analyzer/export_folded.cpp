@@ -3,6 +3,7 @@
 
 #include "analyzer/control.h"
 #include "analyzer/export_formats.h"
+#include "analyzer/python_sites.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -10,10 +11,13 @@ namespace memledger::analyzer {
 namespace {
 
 // Folded lines split frames on ';' and the value on the last space: keep names free of ';' and
-// line breaks so a C++ name can never shift the columns.
+// line breaks so a C++ name can never shift the columns. A Python frame is named as the report
+// names it, "py_leaker (leaky.py:7)": its function alone ("<module>", "run") says too little.
 std::string foldedName(const Frame& f) {
   std::string name;
-  if (f.function) {
+  if (isPythonFrame(f)) {
+    name = frameText(f);
+  } else if (f.function) {
     name = *f.function;
   } else if (f.module) {
     name = "[" + unknownFrameName(f) + "]";

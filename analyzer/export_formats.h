@@ -1,13 +1,19 @@
 // `memledger export`: a recording in the formats other tools read.
 //   folded        collapsed stacks, outermost frame first: "main;parse;grow 4096" (flamegraph.pl,
-//                 speedscope, inferno). One line per distinct stack, values summed.
+//                 speedscope, inferno). One line per distinct stack, values summed. A Python
+//                 frame reads as in the report, "py_leaker (leaky.py:7)"; a native frame without
+//                 a symbol "[python3.11+0x4fb51c]".
 //   chrome-trace  Trace Event JSON: counter tracks ("C") heap, mmap and RSS per process, markers
-//                 and the heap peak as instants ("i"), phases as complete events ("X"). Perfetto
-//                 and chrome://tracing load it.
+//                 and the heap peak as instants ("i"), phases as complete events ("X"). The peak
+//                 image's heap peak names the sites live at the report's peak, each phase its top
+//                 sites, as the report names them. Perfetto and chrome://tracing load it.
 //   pprof         profile.proto, gzipped: sample types alloc_objects/count, alloc_space/bytes,
-//                 inuse_objects/count, inuse_space/bytes, where "inuse" is what was still live
-//                 when the process ended (the leaks). Locations carry the recorded addresses,
-//                 inline frames as extra lines, and the module mappings.
+//                 inuse_objects/count, inuse_space/bytes, where "inuse" is the leaks (what was
+//                 still live when the process ended; in a Python process, when its interpreter
+//                 started finalizing). Locations carry the recorded addresses, inline frames as
+//                 extra lines, and the module mappings; a Python frame is a Function named by
+//                 its qualified name in its .py file, with its line; a native frame without a
+//                 symbol a Function "module+0xoffset" in the module's file.
 //   json          the full report (analyzer toJson(report)).
 #pragma once
 

@@ -49,7 +49,8 @@ class ProfileBuilder {
  public:
   ProfileBuilder(sqlite3* db, const RecordingInfo& info)
       : stackIps_(db, info),
-        ip_(db, "SELECT address, module_id FROM ips WHERE id = ?1"),
+        ip_(db, "SELECT i.address, i.module_id, m.path, i.address - m.bias FROM ips i "
+                "LEFT JOIN modules m ON m.id = i.module_id WHERE i.id = ?1"),
         frames_(db, "SELECT function, file, line FROM frames WHERE ip_id = ?1 ORDER BY depth"),
         module_(db, "SELECT path, build_id, start, end FROM modules WHERE id = ?1") {
     str("");  // string_table[0] must be ""
@@ -79,19 +80,30 @@ class ProfileBuilder {
     uint64_t id = static_cast<uint64_t>(profile.location_size());
     loc->set_id(id);
     locations_[ipId] = id;
+    // A frame without a symbol is named by its module and offset ("python3.11+0x4fb51c"), as
+    // the report names it: the mappings say their functions are known, so pprof would not try.
+    Frame bare;
     sqlite3_stmt* s = ip_.reset(ipId);
     if (sqlite3_step(s) == SQLITE_ROW) {
       loc->set_address(static_cast<uint64_t>(sqlite3_column_int64(s, 0)));
       if (sqlite3_column_type(s, 1) != SQLITE_NULL) loc->set_mapping_id(mapping(sqlite3_column_int64(s, 1)));
+      if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
+        bare.module = columnText(s, 2);
+        bare.offset = sqlite3_column_int64(s, 3);
+      }
     }
     s = frames_.reset(ipId);
     while (sqlite3_step(s) == SQLITE_ROW) {
-      std::string fn = sqlite3_column_type(s, 0) == SQLITE_NULL ? "??" : columnText(s, 0);
-      std::string file = columnText(s, 1);
+      bool named = sqlite3_column_type(s, 0) != SQLITE_NULL;
+      std::string fn = named ? columnText(s, 0) : unknownFrameName(bare);
+      std::string file = !named && sqlite3_column_type(s, 1) == SQLITE_NULL && bare.module ? *bare.module
+                                                                                           : columnText(s, 1);
       pp::Line* line = loc->add_line();
       line->set_function_id(function(fn, file));
       if (sqlite3_column_type(s, 2) != SQLITE_NULL) line->set_line(sqlite3_column_int64(s, 2));
     }
+    // Not symbolized at all (record --no-symbols): still one line, by module and offset.
+    if (loc->line_size() == 0 && bare.module) loc->add_line()->set_function_id(function(unknownFrameName(bare), *bare.module));
     return id;
   }
 

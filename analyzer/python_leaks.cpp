@@ -2,35 +2,67 @@
 // interpreter started finalizing (schemas/memledger.sql, python_finalize). CPython frees most of
 // what a script kept (module globals, their lists) during finalization, so the blocks still live
 // at exit are only what finalization itself failed to free; those are counted apart.
-// The recorder writes the live set per site at that instant (python_finalize_sites): both
-// answers are exact.
+// The recorder writes the live set per site and allocation-time bucket at that instant
+// (python_finalize_sites): both answers are exact, a time filter's to the bucket.
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "analyzer.h"
 #include "sql.h"
 
 namespace memledger::analyzer::detail {
 
+namespace {
+
+bool hasFinalizeSites(const Recording& rec) {
+  if (rec.info().schema_version < 6) return false;
+  Statement t(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='python_finalize_sites'");
+  return t.step() && t.i64(0) > 0;
+}
+
+// Whether the snapshot keeps its blocks' allocation times (t_ns came within version 6).
+bool hasAllocationTimes(const Recording& rec) {
+  Statement t(rec, "SELECT count(*) FROM pragma_table_info('python_finalize_sites') WHERE name = 't_ns'");
+  return t.step() && t.i64(0) > 0;
+}
+
+}  // namespace
+
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) {
-  // A time filter asks about allocation times, which the per-site live set at finalization does
-  // not keep: such a question gets the usual answer (blocks live at exit, each with its row).
-  if (rec.info().schema_version < 6 || filter.t_from_ns || filter.t_to_ns) return {};
-  {
-    Statement t(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='python_finalize_sites'");
-    if (!t.step() || t.i64(0) == 0) return {};
-  }
+  if (!hasFinalizeSites(rec)) return {};
+  const bool byTime = filter.t_from_ns || filter.t_to_ns;
   std::string images = imageCondition(rec, filter, "f.image_id");
   Statement finals(rec, ("SELECT f.image_id FROM python_finalize f WHERE 1" + images).c_str());
-  std::string skip;
+  std::vector<int64_t> python;
+  while (finals.step()) python.push_back(finals.i64(0));
+  if (python.empty()) return {};
+  if (byTime && !hasAllocationTimes(rec)) {
+    // An older file: its snapshot cannot say when its blocks were allocated, so the filtered
+    // question gets the usual answer (blocks live at exit, each with its row), and says so.
+    out.python_exit_rule_processes = static_cast<int64_t>(python.size());
+    return {};
+  }
+  const int64_t from = filter.t_from_ns.value_or(INT64_MIN), to = filter.t_to_ns.value_or(INT64_MAX);
+  const int64_t width = rec.info().bucket_ns > 0 ? rec.info().bucket_ns : 1;
+  if (byTime) out.python_bucket_ns = width;
+  // A bucket counts when it overlaps the range: t_ns <= to and t_ns + width > from.
+  std::string timeCond = byTime ? " AND t_ns <= ? AND t_ns > ?" : "";
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
-  while (finals.step()) {
-    int64_t image = finals.i64(0);
+  std::string skip;
+  for (int64_t image : python) {
     skip += (skip.empty() ? "" : ",") + std::to_string(image);
     ++out.python_processes;
     Statement q(rec, ("SELECT stack_id, kind, sum(count), sum(bytes) FROM python_finalize_sites WHERE image_id = ?" +
-                      kindCond + " GROUP BY stack_id, kind").c_str());
-    q.bind(1, image);
-    if (filter.kind) q.bind(2, *filter.kind);
+                      timeCond + kindCond + " GROUP BY stack_id, kind").c_str());
+    int arg = 1;
+    q.bind(arg++, image);
+    if (byTime) {
+      q.bind(arg++, to);
+      q.bind(arg++, from > INT64_MIN + width ? from - width : INT64_MIN);
+    }
+    if (filter.kind) q.bind(arg++, *filter.kind);
     while (q.step()) {
       SiteAmount s;
       s.stack_id = q.i64(0);
@@ -41,16 +73,47 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
       s.bytes = q.i64(3);
       out.sites.push_back(std::move(s));
     }
-    Statement l(rec, ("SELECT coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites WHERE image_id = ?" +
-                      kindCond).c_str());
-    l.bind(1, image);
-    if (filter.kind) l.bind(2, *filter.kind);
+    // What finalization left: the blocks live at exit (with a time filter, those allocated in
+    // the range: each has its row).
+    Statement l(rec, byTime ? ("SELECT count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? AND "
+                               "t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" + kindCond).c_str()
+                            : ("SELECT coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites "
+                               "WHERE image_id = ?" + kindCond).c_str());
+    arg = 1;
+    l.bind(arg++, image);
+    if (byTime) {
+      l.bind(arg++, from);
+      l.bind(arg++, to);
+    }
+    if (filter.kind) l.bind(arg++, *filter.kind);
     if (l.step()) {
       out.finalization_left_count += l.i64(0);
       out.finalization_left_bytes += l.i64(1);
     }
   }
-  return skip.empty() ? std::string() : " AND image_id NOT IN (" + skip + ")";
+  return " AND image_id NOT IN (" + skip + ")";
+}
+
+void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
+  if (rows.empty() || !hasFinalizeSites(rec)) return;
+  std::set<int64_t> python;
+  {
+    Statement q(rec, "SELECT image_id FROM python_finalize");
+    while (q.step()) python.insert(q.i64(0));
+  }
+  if (python.empty()) return;
+  std::map<std::tuple<int64_t, int64_t, std::string>, std::pair<int64_t, int64_t>> atFinalization;
+  {
+    Statement q(rec, "SELECT image_id, stack_id, kind, sum(count), sum(bytes) FROM python_finalize_sites "
+                     "GROUP BY image_id, stack_id, kind");
+    while (q.step()) atFinalization[{q.i64(0), q.i64(1), q.text(2)}] = {q.i64(3), q.i64(4)};
+  }
+  for (Site& s : rows) {
+    if (!python.count(s.image_id)) continue;
+    auto it = atFinalization.find({s.image_id, s.stack_id, s.kind});
+    s.leak_count = it == atFinalization.end() ? 0 : it->second.first;
+    s.leak_bytes = it == atFinalization.end() ? 0 : it->second.second;
+  }
 }
 
 }  // namespace memledger::analyzer::detail

@@ -102,9 +102,13 @@ json toJson(const Leaks& l) {
   for (int k = 0; k < kLeakKindSlots; ++k) kinds[leakKindName(k)] = {{"bytes", l.kinds[k].bytes}, {"count", l.kinds[k].count}};
   json j = {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites},
             {"kinds", kinds}, {"scanned", l.scanned}};
-  if (l.python_processes)  // Python images: counted when the interpreter started finalizing
+  if (l.python_processes) {  // Python images: counted when the interpreter started finalizing
     j["python"] = {{"processes", l.python_processes}, {"counted_at", "interpreter finalization"},
                    {"left_by_finalization", {{"count", l.finalization_left_count}, {"bytes", l.finalization_left_bytes}}}};
+    if (l.python_bucket_ns) j["python"]["allocation_bucket_ns"] = l.python_bucket_ns;
+  } else if (l.python_exit_rule_processes) {  // a time filter on a file without allocation times
+    j["python"] = {{"processes", l.python_exit_rule_processes}, {"counted_at", "exit"}};
+  }
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "analyzer/diff.h"
+#include "analyzer/python_sites.h"
 
 namespace memledger::analyzer {
 
@@ -48,7 +49,7 @@ nlohmann::json physical(const Frame& f, const std::string& srcRoot) {
 nlohmann::json frameLocation(const Frame& f, const std::string& srcRoot) {
   nlohmann::json loc = nlohmann::json::object();
   if (f.file) loc["physicalLocation"] = physical(f, srcRoot);
-  loc["logicalLocations"] = nlohmann::json::array({{{"fullyQualifiedName", f.function.value_or("??")},
+  loc["logicalLocations"] = nlohmann::json::array({{{"fullyQualifiedName", unknownFrameName(f)},
                                                     {"kind", "function"}}});
   loc["message"] = {{"text", frameLine(f)}};
   return loc;
@@ -62,15 +63,17 @@ nlohmann::json result(const std::string& checkName, const Violation& v, const Si
     bool peak = v.rule.starts_with("max-peak");
     int64_t bytes = peak ? site->peak_bytes : site->leak_bytes;
     int64_t count = peak ? site->peak_count : site->leak_count;
-    std::string where = site->stack.empty() ? "??" : frameLine(site->stack.front());
+    // Named by the frame the report names it by: a Python site by its Python line, not by the
+    // interpreter's allocator inside it.
+    const Frame* named = siteFrame(site->stack);
+    std::string where = named ? frameLine(*named) : site->stack.empty() ? "??" : frameLine(site->stack.front());
     std::string kinds = peak || site->leak_kinds.empty() ? "" : ", " + site->leak_kinds;  // leak kinds
     text = std::to_string(bytes) + " bytes in " + std::to_string(count) + " blocks (" + site->kind + kinds + ") from " +
            where + ": " + text;
+    const Frame* located = pythonSiteFrame(site->stack);
     for (const Frame& f : site->stack)
-      if (f.file) {
-        r["locations"] = nlohmann::json::array({{{"physicalLocation", physical(f, srcRoot)}}});
-        break;
-      }
+      if (!located && f.file) located = &f;
+    if (located) r["locations"] = nlohmann::json::array({{{"physicalLocation", physical(*located, srcRoot)}}});
     nlohmann::json frames = nlohmann::json::array();
     for (const Frame& f : site->stack) {
       nlohmann::json fr = {{"location", frameLocation(f, srcRoot)}};

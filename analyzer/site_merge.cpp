@@ -171,7 +171,7 @@ std::vector<Site> mergeSiteRows(const Recording& rec, std::vector<Site> sites, s
 
 void classifyOrigins(std::vector<SiteAmount>& sites) {
   for (SiteAmount& s : sites) {
-    auto c = runtimeClass(s.stack);
+    auto c = runtimeClass(s.stack, s.kind);
     if (!c) continue;
     s.origin = c->origin;
     s.origin_reason = c->reason;

@@ -5,6 +5,7 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
+#include "analyzer/python_sites.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
 #include "schemas/kinds.h"
@@ -55,7 +56,7 @@ const Frame* namedFrame(const Stack& stack) {
 }  // namespace detail
 
 std::string siteText(const Stack& stack) {
-  if (const Frame* f = detail::namedFrame(stack)) return frameText(*f);
+  if (const Frame* f = siteFrame(stack)) return frameText(*f);
   return stack.empty() ? "(no stack)" : frameText(stack.front());
 }
 
@@ -201,6 +202,7 @@ std::vector<Site> siteRows(const Recording& rec, const Filter& filter, const cha
     out.push_back(std::move(s));
     if (filter.top && out.size() >= *filter.top) break;
   }
+  applyPythonLeakRule(rec, out);
   return out;
 }
 }  // namespace detail

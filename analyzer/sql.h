@@ -191,6 +191,9 @@ std::string imageCondition(const Recording& rec, const Filter& filter, const cha
 // interpreter's finalization and sets out.python_*; returns an SQL condition on image_id that
 // leaves those images out (empty: there are none).
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out);
+// Site rows of Python images get the same rule: leak_count/leak_bytes become what was live when
+// their interpreter started finalizing (every front end, export and check agrees with `report`).
+void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);
 
 // Whether a site kind passes the filter.
 inline bool kindMatches(const Filter& filter, const std::string& kind) {

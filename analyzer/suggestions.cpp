@@ -8,6 +8,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/devices.h"
 #include "analyzer/format.h"
+#include "analyzer/python_sites.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
 #include "analyzer/suppressions.h"
@@ -33,37 +34,10 @@ constexpr int64_t kPeakShareMinBytes = 1 << 20;  // "free earlier" needs a peak 
 constexpr double kFragRatioMin = 0.3;
 constexpr int64_t kFragResidentMin = 16 << 20;
 
-// --- Python sites (docs/python.md): advice in Python's terms -------------------------------
-// A Python frame has a `.py` file and no ELF module (the recorder resolves it from the code
-// object, not from an address).
-bool isPythonFrame(const Frame& f) {
-  return !f.module && f.file && f.file->size() > 3 && f.file->compare(f.file->size() - 3, 3, ".py") == 0;
-}
-
-// The interpreter's own code: libpython3.X.so or a python3.X executable (Debian links it in).
-bool isInterpreterModule(const std::string& module) {
-  auto slash = module.rfind('/');
-  std::string base = slash == std::string::npos ? module : module.substr(slash + 1);
-  return base.rfind("libpython", 0) == 0 || base.rfind("python", 0) == 0;
-}
-
-// The Python frame that made a site's allocations: the first Python frame when only the
-// interpreter's native frames come before it (a bytearray, a list, a dict the script built).
-// Null when an extension's or the program's own native code comes first (numpy's buffer, a C
-// leak under Python): that code is what allocated, and C advice stays right for it.
-const Frame* pythonSiteFrame(const Stack& stack) {
-  for (const Frame& f : stack) {
-    if (isPythonFrame(f)) return &f;
-    if (!f.module || !isInterpreterModule(*f.module)) return nullptr;
-  }
-  return nullptr;
-}
-
 // "`grow_buffer` (growth.c:12)": the function a reader should open; for a Python site the
 // Python function and line, not the interpreter's allocator.
 std::string where(const Stack& stack) {
-  const Frame* f = pythonSiteFrame(stack);
-  if (!f) f = detail::namedFrame(stack);
+  const Frame* f = siteFrame(stack);
   if (!f) {
     for (const Frame& any : stack)
       if (any.module) {
@@ -76,6 +50,11 @@ std::string where(const Stack& stack) {
   std::string text = frameText(*f);
   auto paren = text.rfind(" (");
   if (paren != std::string::npos) out += text.substr(paren);
+  // A Python line that called an extension's code which allocated: say whose code that was.
+  if (isPythonFrame(*f) && !pythonSiteFrame(stack) && !stack.empty() && stack.front().module) {
+    auto slash = stack.front().module->rfind('/');
+    out += " in " + stack.front().module->substr(slash == std::string::npos ? 0 : slash + 1);
+  }
   return out;
 }
 
@@ -415,7 +394,7 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     for (const SiteAmount& s : pk.sites) {
       double share = static_cast<double>(s.bytes) / static_cast<double>(pk.bytes);
       if (share < 0.5) break;  // sorted by bytes: no later site can reach half
-      if (runtimeClass(s.stack)) continue;  // an allocator's arena is not the program's data
+      if (runtimeClass(s.stack, s.kind)) continue;  // an allocator's arena is not the program's data
       Suggestion sg{"free_earlier", share >= 0.75 ? "high" : "medium",
                     where(s.stack) + " held " + formatBytes(s.bytes) + " at the heap peak, " + percent(share) +
                         " of " + formatBytes(pk.bytes) +

@@ -1,5 +1,7 @@
 #include "analyzer/suppressions.h"
 
+#include "analyzer/python_sites.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -46,7 +48,17 @@ constexpr const char* kDefaults =
     "# runtime: glibc's locale data, loaded by setlocale, stays loaded until exit.\n"
     "leak:^_nl_intern_locale_data$\n"
     "leak:^_nl_load_locale_from_archive$\n"
-    "leak:^_nl_find_locale$\n";
+    "leak:^_nl_find_locale$\n"
+    "# Also built in, as rules rather than patterns (Debian's python3.X has no symbols for its static\n"
+    "# functions): a Python process's mmap made by the interpreter itself (allocator-internal: obmalloc's\n"
+    "# arenas, frame stack chunks), and blocks made during its start-up, while a module was imported\n"
+    "# (module state), or by its C code with no Python code running (runtime).\n"
+    "# --no-default-suppressions drops them too.\n";
+
+// The built-in rules' entries, after the list (check reports what each matched).
+constexpr const char* kPythonAllocatorRule = "(rule) CPython's own mmap: obmalloc arenas, frame stack chunks";
+constexpr const char* kPythonRuntimeRule =
+    "(rule) CPython's own start-up, imports' module state, or its C code with no Python running";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -127,16 +139,27 @@ void SuppressionList::addFile(const std::string& path) {
 void SuppressionList::addDefaults() {
   // Origins read "built-in:LINE": the line of defaultSuppressionsText() with the entry's reason.
   addText(kDefaults, "built-in");
+  for (const char* rule : {kPythonAllocatorRule, kPythonRuntimeRule}) {
+    Suppression s{rule, "built-in: Python", 0, 0, 0};
+    s.rule = true;
+    entries_.push_back(std::move(s));
+  }
 }
 
-Suppression* SuppressionList::match(const Stack& stack) {
+Suppression* SuppressionList::match(const Stack& stack, std::string_view kind) {
   for (auto& s : entries_) {
+    if (s.rule) continue;
     for (const Frame& f : stack) {
       if ((f.function && templateMatch(s.pattern, *f.function)) ||
           (f.file && templateMatch(s.pattern, *f.file)) ||
           (f.module && templateMatch(s.pattern, *f.module)))
         return &s;
     }
+  }
+  if (auto py = pythonRuntimeClass(stack, kind)) {
+    const char* rule = py->origin == kOriginAllocator ? kPythonAllocatorRule : kPythonRuntimeRule;
+    for (auto& s : entries_)
+      if (s.rule && s.pattern == rule) return &s;
   }
   return nullptr;
 }
@@ -178,13 +201,13 @@ const std::vector<ClassifiedEntry>& classifiedDefaults() {
 
 }  // namespace
 
-std::optional<RuntimeClass> runtimeClass(const Stack& stack) {
+std::optional<RuntimeClass> runtimeClass(const Stack& stack, std::string_view kind) {
   for (const ClassifiedEntry& e : classifiedDefaults())
     for (const Frame& f : stack)
       if ((f.function && templateMatch(e.pattern, *f.function)) || (f.file && templateMatch(e.pattern, *f.file)) ||
           (f.module && templateMatch(e.pattern, *f.module)))
         return e.cls;
-  return std::nullopt;
+  return pythonRuntimeClass(stack, kind);
 }
 
 }  // namespace memledger::analyzer

@@ -20,8 +20,11 @@
 namespace memledger::analyzer {
 
 struct Suppression {
-  std::string pattern;  // without the "leak:" prefix
+  std::string pattern;  // without the "leak:" prefix; for a built-in rule (below), what it covers
   std::string origin;   // "FILE:LINE", or "built-in: <why>" for the default list
+  // A built-in rule that is no pattern: the Python interpreter's own blocks (python_sites.h,
+  // pythonRuntimeClass), which Debian's symbol-less python3.X leaves no name to match.
+  bool rule = false;
   int64_t matched_sites = 0;
   int64_t matched_leaks = 0;  // leaked blocks
   int64_t matched_bytes = 0;
@@ -43,8 +46,10 @@ class SuppressionList {
   // libstdc++ that stay live until exit by design (see suppressions.cpp for why each is there).
   void addDefaults();
 
-  // The first suppression (in the order added) matching any frame of `stack`, or nullptr.
-  Suppression* match(const Stack& stack);
+  // The first suppression (in the order added) matching any frame of `stack`, or nullptr; with
+  // the built-in list, then the built-in rules for a site of that kind (an allocation kind:
+  // "malloc", "mmap", ...).
+  Suppression* match(const Stack& stack, std::string_view kind = {});
   const std::vector<Suppression>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }
 
@@ -62,9 +67,10 @@ struct RuntimeClass {
   std::string reason;
   std::string pattern;
 };
-// The built-in entry (in list order) matching any frame of `stack`, classified; nullopt: the
-// program's own code. `report` and `check` read the same list (defaultSuppressionsText()).
-std::optional<RuntimeClass> runtimeClass(const Stack& stack);
+// The built-in entry (in list order) matching any frame of `stack`, classified, else the built-in
+// rules for a site of `kind` (pythonRuntimeClass); nullopt: the program's own code. `report` and
+// `check` read the same list (defaultSuppressionsText()) and rules.
+std::optional<RuntimeClass> runtimeClass(const Stack& stack, std::string_view kind = {});
 
 // The text of the built-in list, in suppression-file syntax (printed by `check --help`).
 const char* defaultSuppressionsText();

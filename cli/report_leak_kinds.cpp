@@ -19,6 +19,9 @@ std::string textLeakSummary(const an::Leaks& l) {
                   l.kinds[k].bytes, l.kinds[k].count);
     out += line;
   }
+  // The scan runs at exit, after finalization freed most of what a Python process's leaks count.
+  if (l.python_processes && l.kinds[an::kNotClassified].count)
+    out += "    (Python: blocks that finalization freed were gone by the exit scan: not classified)\n";
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "analyzer/format.h"
+#include "analyzer/python_sites.h"
 
 namespace memledger::cli {
 
@@ -30,13 +31,29 @@ std::string plural(int64_t n, const char* one, const char* many) {
   return formatCount(n) + " " + (n == 1 ? one : many);
 }
 
+std::string moreFrames(const char* indent, size_t n) {
+  return fmt("%s... %zu more frame%s\n", indent, n, n == 1 ? "" : "s");
+}
+
 std::string stackText(const an::Stack& stack, const TextOptions& opt, const char* indent) {
   std::string out;
   if (stack.empty()) return std::string(indent) + "(no stack)\n";
   size_t shown = std::min(stack.size(), opt.frames);
   for (size_t i = 0; i < shown; ++i) out += indent + an::frameText(stack[i]) + "\n";
-  if (stack.size() > shown)
-    out += fmt("%s... %zu more frame%s\n", indent, stack.size() - shown, stack.size() - shown == 1 ? "" : "s");
+  // Python code under a deep native part (numpy's, the interpreter's): its first lines are the
+  // user's code, so they are shown after the cut rather than hidden in it.
+  size_t py = shown;
+  bool pyShown = false;
+  for (size_t i = 0; i < shown; ++i) pyShown = pyShown || an::isPythonFrame(stack[i]);
+  while (!pyShown && py < stack.size() && !an::isPythonFrame(stack[py])) ++py;
+  if (!pyShown && py < stack.size()) {
+    if (py > shown) out += moreFrames(indent, py - shown);
+    size_t end = py;
+    while (end < stack.size() && end < py + 2 && an::isPythonFrame(stack[end])) ++end;
+    for (size_t i = py; i < end; ++i) out += indent + an::frameText(stack[i]) + "\n";
+    shown = end;
+  }
+  if (stack.size() > shown) out += moreFrames(indent, stack.size() - shown);
   return out;
 }
 
@@ -114,8 +131,15 @@ std::string peakScope(const an::Peak& p) {
 
 // Python (docs/python.md): which instant a Python process's leaks were counted at.
 std::string pythonLeakBasis(const an::Leaks& l) {
-  return fmt("(Python: live when the interpreter started finalizing, in %s; finalization left %s, %s)",
-             plural(l.python_processes, "process", "processes").c_str(),
+  if (!l.python_processes)
+    return fmt("(Python: live at exit, in %s: this recording keeps no allocation times for what was live when "
+               "the interpreter started finalizing, which a time filter needs)",
+               plural(l.python_exit_rule_processes, "process", "processes").c_str());
+  std::string range = l.python_bucket_ns ? " and allocated in the range (to its " +
+                                               formatDuration(l.python_bucket_ns) + " timeline bucket)"
+                                         : std::string();
+  return fmt("(Python: live when the interpreter started finalizing%s, in %s; finalization left %s, %s)",
+             range.c_str(), plural(l.python_processes, "process", "processes").c_str(),
              plural(l.finalization_left_count, "block", "blocks").c_str(), formatBytes(l.finalization_left_bytes).c_str());
 }
 
@@ -123,7 +147,8 @@ std::string textSummary(const an::Report& r) {
   std::string out = "Summary\n";
   out += fmt("  leaks          %s, %s in %s\n", plural(r.leaks.count, "block", "blocks").c_str(),
              formatBytes(r.leaks.bytes).c_str(), plural(static_cast<int64_t>(r.leaks.site_count), "site", "sites").c_str());
-  if (r.leaks.python_processes) out += "                 " + pythonLeakBasis(r.leaks) + "\n";
+  if (r.leaks.python_processes || r.leaks.python_exit_rule_processes)
+    out += "                 " + pythonLeakBasis(r.leaks) + "\n";
   out += fmt("  heap peak      %s at %s (%s)\n", formatBytes(r.peak.bytes).c_str(),
              formatDuration(r.peak.time_ns).c_str(), peakScope(r.peak).c_str());
   for (const auto& s : r.peak.spaces)
@@ -160,7 +185,7 @@ std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
   std::string out = fmt("Leaks: %s, %s in %s\n", plural(l.count, "block", "blocks").c_str(),
                         formatBytes(l.bytes).c_str(),
                         plural(static_cast<int64_t>(l.site_count), "site", "sites").c_str());
-  if (l.python_processes) out += "  " + pythonLeakBasis(l) + "\n";
+  if (l.python_processes || l.python_exit_rule_processes) out += "  " + pythonLeakBasis(l) + "\n";
   out += textLeakSummary(l);  // leak kinds
   out += siteList(l.sites, opt, "sites");
   if (l.site_count > std::max(l.sites.size(), opt.top))

@@ -290,6 +290,8 @@ size_t strText(uint64_t s, char* buf, size_t cap) {
 }
 
 constexpr size_t kMaxName = 1024, kMaxFile = 4096, kMaxCodeText = 60000;
+// A line table past this (a 16 MiB co_linetable: a generated module of ~10^6 lines) is cut.
+constexpr size_t kMaxLineTable = 16u << 20;
 char g_text[kMaxCodeText];  // under g_textLock while filled and written
 std::atomic<bool> g_textLock{false};
 
@@ -304,23 +306,35 @@ void sendCodes(const PyStack& ps) {
     while (g_textLock.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
     size_t name = strText(at<uint64_t>(code, g_l->coName), g_text, kMaxName);
     size_t file = strText(at<uint64_t>(code, g_l->coFilename), g_text + name, kMaxFile);
-    size_t table = 0;
+    size_t table = 0, total = 0;
+    const char* bytes = nullptr;
     uint64_t lt = at<uint64_t>(code, g_l->coLinetable);
     if (plausible(lt) && at<uint64_t>(lt, 8) == g_bytesType) {
       uint64_t size = at<uint64_t>(lt, 16);
+      total = size < kMaxLineTable ? size : kMaxLineTable;  // longer: lines past it are unknown
+      bytes = reinterpret_cast<const char*>(lt) + 32;
       size_t room = kMaxCodeText - name - file;
-      table = size < room ? size : room;  // a longer table: lines past its end are unknown
-      memcpy(g_text + name + file, reinterpret_cast<const char*>(lt) + 32, table);
+      table = total < room ? total : room;  // the rest follows in PyCodeTable records
+      memcpy(g_text + name + file, bytes, table);
     }
     size_t len = name + file + table;
-    uint32_t conts = wire::continuationSlotsForText(static_cast<uint32_t>(len));
     Reservation r;
-    if (ring::reserve(h, 1 + conts, &r)) {
+    bool sent = ring::reserve(h, 1 + wire::continuationSlotsForText(static_cast<uint32_t>(len)), &r);
+    if (sent) {
       ring::writeContinuations(r, r.index + 1, g_text, len);
       ring::write(r, r.index, wire::RecordType::PyCode, wire::AllocKind::Malloc,
                   static_cast<uint16_t>(len), ps.unsentSerial[i],
-                  static_cast<uint64_t>(at<int32_t>(code, g_l->coFirstLine)), g_version,
+                  static_cast<uint64_t>(at<int32_t>(code, g_l->coFirstLine)),
+                  g_version | (total > table ? static_cast<uint64_t>(total) << 32 : 0),
                   static_cast<uint32_t>(name | (file << 16)));
+    }
+    for (size_t off = table; sent && off < total; off += kMaxCodeText) {
+      size_t n = total - off < kMaxCodeText ? total - off : kMaxCodeText;
+      sent = ring::reserve(h, 1 + wire::continuationSlotsForText(static_cast<uint32_t>(n)), &r);
+      if (!sent) break;
+      ring::writeContinuations(r, r.index + 1, bytes + off, n);
+      ring::write(r, r.index, wire::RecordType::PyCodeTable, wire::AllocKind::Malloc, static_cast<uint16_t>(n),
+                  ps.unsentSerial[i], off, 0);
     }
     g_textLock.store(false, std::memory_order_release);
   }

@@ -99,10 +99,14 @@ enum class RecordType : uint8_t {
                        // a collector's own facts (CUPTI status, dropped activity records), kept
                        // in the recording's meta as collector.KEY (integer values summed)
   // ---- Python frames (docs/python.md; values 18..23 are this feature's)
-  // a=code serial, b=first line, c=PY_VERSION_HEX, tag=name bytes | file bytes << 16,
-  // aux=text bytes: name, file, then the code object's line table (co_linetable), in continuations
+  // a=code serial, b=first line, c=PY_VERSION_HEX | line table bytes << 32 (0: all of it is
+  // here), tag=name bytes | file bytes << 16, aux=text bytes: name, file, then the code object's
+  // line table (co_linetable), in continuations; as much of the table as fits 60,000 text bytes
   PyCode = 18,
   PyFinalize = 19,  // the interpreter started finalizing (_PyRuntime._finalizing became set)
+  // The rest of a PyCode's line table, right after it from the same thread: a=code serial,
+  // b=offset of these bytes in the table, aux=bytes (text, in continuations)
+  PyCodeTable = 20,
   // ---- leak kinds (docs/leak-kinds.md): this feature's values are 24..27 ----
   // The process is at its normal exit (after atexit handlers and destructors) and waits for the
   // recorder to scan its memory: a=the exiting thread's stack pointer (its registers are saved
@@ -190,7 +194,8 @@ inline constexpr uint32_t continuationSlotsFor(RecordType type, uint16_t aux) {
     case RecordType::Marker:
     case RecordType::PoolCreate:
     case RecordType::CollectorNote:
-    case RecordType::PyCode: return continuationSlotsForText(aux);
+    case RecordType::PyCode:
+    case RecordType::PyCodeTable: return continuationSlotsForText(aux);
     case RecordType::Alloc:
     case RecordType::Free: return (aux & kAuxExtra) ? 1 : 0;
     case RecordType::Nop:

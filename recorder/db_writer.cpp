@@ -112,7 +112,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "VALUES (?,?,?,?,?,?,?)");
   w->pyFinal_ = w->prepare("INSERT OR REPLACE INTO python_finalize(image_id, t_ns) VALUES (?,?)");
   w->pyFinalSite_ = w->prepare(
-      "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes) VALUES (?,?,?,?,?)");
+      "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes, t_ns) VALUES (?,?,?,?,?,?)");
   w->space_ = w->prepare(
       "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -452,13 +452,14 @@ void DbWriter::insertPythonFinalize(int64_t image, uint64_t t_ns) {
 }
 
 void DbWriter::insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count,
-                                        uint64_t bytes) {
+                                        uint64_t bytes, uint64_t t_ns) {
   if (!pyFinalSite_) return;
   sqlite3_bind_int64(pyFinalSite_, 1, image);
   sqlite3_bind_int64(pyFinalSite_, 2, stack);
   bindText(pyFinalSite_, 3, kind);
   bindU(pyFinalSite_, 4, count);
   bindU(pyFinalSite_, 5, bytes);
+  bindU(pyFinalSite_, 6, t_ns);
   step(pyFinalSite_);
 }
 

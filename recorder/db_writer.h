@@ -149,7 +149,8 @@ class DbWriter {
   void insertPythonCode(int64_t image, uint64_t serial, std::string_view name, std::string_view file,
                         int64_t firstLine, uint64_t version, std::string_view linetable);
   void insertPythonFinalize(int64_t image, uint64_t t_ns);
-  void insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count, uint64_t bytes);
+  void insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count, uint64_t bytes,
+                                uint64_t t_ns);
   void insertSpace(const SpaceRow& row);
   void insertPeakSite(const PeakSiteRow& row);
 

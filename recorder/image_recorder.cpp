@@ -115,6 +115,9 @@ void ImageRecorder::onRecord(const Decoded& r) {
     case RecordType::PyCode:
       onPyCode(r);
       break;
+    case RecordType::PyCodeTable:
+      onPyCodeTable(r);
+      break;
     case RecordType::PyFinalize:
       if (!pyFinalizeNs_) {
         pyFinalizeNs_ = std::max<uint64_t>(rel(r.ts), 1);
@@ -536,6 +539,7 @@ void ImageRecorder::applySamples(uint64_t t) {
 
 void ImageRecorder::close(uint64_t ts) {
   if (closed_) return;
+  flushPendingCodes();
   applySamples(rel(ts));
   flushBucket();
   // Whatever is still live is a leak of this image: one row each, never freed.

@@ -297,6 +297,15 @@ class ImageRecorder final : public RecordSink {
   // Python: the time its interpreter started finalizing (rel ns), 0 none (python_frames.h).
   uint64_t pyFinalizeNs_ = 0;
   void onPyCode(const Decoded& r);
+  void onPyCodeTable(const Decoded& r);
+  void flushPendingCodes();
+  // Code objects whose line table is still arriving in PyCodeTable records, by serial.
+  struct PendingCode {
+    std::string name, file, table;
+    int32_t firstLine = 0;
+    uint64_t version = 0, tableBytes = 0;
+  };
+  std::map<uint64_t, PendingCode> pendingCodes_;
   void writeFinalizeSites();
   uint64_t events_ = 0;
 

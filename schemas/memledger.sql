@@ -313,14 +313,18 @@ CREATE TABLE python_finalize (
   image_id    INTEGER PRIMARY KEY,
   t_ns        INTEGER NOT NULL
 );
--- What was live at that instant, per site (its Python leaks); what finalization itself left is
--- the image's usual leaks (blocks live at exit, `allocations` rows with t_free NULL).
+-- What was live at that instant, per site (its Python leaks) and per timeline bucket its blocks
+-- were allocated in (a site's rows add up to its leaks; a time filter keeps the rows of the
+-- buckets it overlaps); what finalization itself left is the image's usual leaks (blocks live at
+-- exit, `allocations` rows with t_free NULL). t_ns came within version 6: a file without it has
+-- one row per site, and readers answer a time filter on it with blocks live at exit.
 CREATE TABLE python_finalize_sites (
   image_id    INTEGER NOT NULL,
   stack_id    INTEGER NOT NULL,
   kind        TEXT NOT NULL,
   count       INTEGER NOT NULL,
-  bytes       INTEGER NOT NULL
+  bytes       INTEGER NOT NULL,
+  t_ns        INTEGER                 -- start of the bucket (meta bucket_ns wide) of the blocks' t_alloc
 );
 -- ---- end of version 6's Python block ----
 -- ---- leak kinds (version 6, docs/leak-kinds.md) ----
