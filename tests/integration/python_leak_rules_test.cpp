@@ -162,3 +162,47 @@ TEST(PythonLeakRules, SubprocessChildKeepsItsOwnLines) {
   EXPECT_NE(child["pid"], parent["pid"]);
   EXPECT_EQ(report["leaks"]["python"]["processes"], 2);
 }
+
+// `#!/usr/bin/env python3`: env finds python3 on PATH and execs it (through pyenv's shim, a bash
+// script that execs the real interpreter, where PATH has it first); the script's lines are one
+// more than grow.py's (the #! line), its leak is counted at its own finalization.
+void checkEnvShebang(const std::vector<std::pair<std::string, std::string>>& env) {
+  TempDir dir;
+  const std::string path = dir.file("grow_env");
+  {
+    std::ofstream out(path);
+    out << "#!/usr/bin/env python3\n" << fileBytes(script("grow.py"));
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0755), 0);
+  RunOptions options;
+  options.env = env;
+  Recorded rec = record(path, {"700"}, options);
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "100000"});
+  bool found = false;
+  for (const auto& s : report["leaks"]["sites"]) {
+    std::vector<std::string> fr;
+    for (const auto& f : s["stack"])
+      if (f["file"].is_string() && f["file"] == path)
+        fr.push_back(f["function"].get<std::string>() + ":" + std::to_string(f["line"].get<int64_t>()));
+    if (fr == std::vector<std::string>{"keep:10", "<module>:12"} && s["count"] == 700) {
+      found = true;
+      EXPECT_EQ(s["bytes"], 700 * 3001);
+      EXPECT_EQ(s["origin"], "program");
+    }
+  }
+  EXPECT_TRUE(found) << describeSites(report["leaks"]["sites"]);
+}
+
+TEST(PythonLeakRules, EnvShebangScriptDebianPython) {
+  if (!haveDebianPython()) GTEST_SKIP() << "no /usr/bin/python3";
+  checkEnvShebang({{"PATH", "/usr/bin:/bin"}});
+}
+
+TEST(PythonLeakRules, EnvShebangScriptThroughPyenvShim) {
+  if (access("/root/.pyenv/shims/python3", X_OK) != 0) GTEST_SKIP() << "no pyenv shim on this machine";
+  RunResult v = run({"/root/.pyenv/shims/python3", "-c", "import sys; print((3, 10) <= sys.version_info[:2] <= (3, 13))"});
+  if (v.out != "True\n") GTEST_SKIP() << "pyenv's python3 is not 3.10 to 3.13: " << v.out << v.err;
+  const char* path = getenv("PATH");
+  checkEnvShebang({{"PATH", "/root/.pyenv/shims:" + std::string(path ? path : "/usr/bin:/bin")}});
+}
