@@ -173,6 +173,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     throw std::invalid_argument("--max-peak-growth and --max-new-leak-sites need --baseline");
   CheckResult r;
   r.processes = processes(rec);
+  r.python_processes = detail::pythonImageCount(rec);
   std::vector<Site> all = sites(rec);
   // Leak kinds: a heap site counts only its blocks of the chosen kinds.
   const auto byKind = leakKindsBySite(rec);
@@ -322,6 +323,9 @@ std::string formatCheck(const CheckResult& r, const std::string& title, size_t t
   if (r.uncounted_count)
     o << " (not counted: " << r.uncounted_count << " blocks, " << bytesText(r.uncounted_bytes)
       << " of other leak kinds; --leak-kinds all counts them)";
+  if (r.python_processes)
+    o << "\n  (Python: live when the interpreter started finalizing, in " << r.python_processes
+      << (r.python_processes == 1 ? " process)" : " processes)");
   o << "\n  " << peakKindName(r.peak_kind) << " peak: " << bytesText(r.peak_bytes);
   if (r.baseline_peak_bytes) o << " (baseline " << bytesText(*r.baseline_peak_bytes) << ")";
   o << "\n";

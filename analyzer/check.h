@@ -63,6 +63,9 @@ struct CheckResult {
   int64_t suppressed_count = 0, suppressed_bytes = 0;
   // Leaked heap blocks of the leak kinds not chosen (--leak-kinds): left out of the counts above.
   int64_t uncounted_count = 0, uncounted_bytes = 0;
+  // CPython processes, whose leaks are what was live when their interpreter started finalizing
+  // (docs/python.md), not what was left at exit.
+  int64_t python_processes = 0;
   std::vector<Suppression> suppressions;  // every entry with what it matched
   // Peak of the chosen kind.
   PeakKind peak_kind = PeakKind::Heap;

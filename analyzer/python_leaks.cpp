@@ -94,6 +94,12 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
   return " AND image_id NOT IN (" + skip + ")";
 }
 
+int64_t pythonImageCount(const Recording& rec) {
+  if (!hasFinalizeSites(rec)) return 0;
+  Statement q(rec, "SELECT count(*) FROM python_finalize");
+  return q.step() ? q.i64(0) : 0;
+}
+
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
   if (rows.empty() || !hasFinalizeSites(rec)) return;
   std::set<int64_t> python;

@@ -194,6 +194,8 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out);
 // Site rows of Python images get the same rule: leak_count/leak_bytes become what was live when
 // their interpreter started finalizing (every front end, export and check agrees with `report`).
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);
+// How many images that rule applies to (they reached finalization).
+int64_t pythonImageCount(const Recording& rec);
 
 // Whether a site kind passes the filter.
 inline bool kindMatches(const Filter& filter, const std::string& kind) {

@@ -27,7 +27,8 @@ namespace {
 constexpr const char* kHelpFooter = R"(
 Limits (sizes take suffixes: 4096, 4K, 4KiB, 10MB, 1GiB; KiB/MiB/GiB and bare K/M/G are powers
 of 1024, kB/MB/GB powers of 1000):
-  leaked bytes / leaks  blocks still live when their process ended, over all processes, after
+  leaked bytes / leaks  blocks still live when their process ended (a Python process: when its
+                        interpreter started finalizing), over all processes, after
                         suppressions. --max-leaks counts leaked BLOCKS (allocations), not sites.
   peak                  exact peak of --kind (heap: malloc/new family, default; mmap; rss), the
                         largest over all process images.
@@ -43,7 +44,8 @@ The started program failing (non-zero exit or death by signal) always fails the 
 Suppressions use LeakSanitizer's syntax (leak:PATTERN, * wildcards, ^/$ anchors, # comments),
 matched against the function, file and module of every frame. The built-in list (turned off by
 --no-default-suppressions, shown by --print-default-suppressions) covers one-time allocations of
-glibc, the dynamic loader and libstdc++.
+glibc, the dynamic loader and libstdc++, and in a Python process the interpreter's own blocks
+(start-up, imports' module state, its allocator's arenas; docs/python.md).
 
 --per-test: PROGRAM is a GoogleTest binary; each test (from --gtest_list_tests) is recorded in a
 process of its own with --gtest_filter=Suite.Name and checked against the limits on its own.

@@ -24,7 +24,8 @@ int cmdExport(int argc, char** argv) {
       "  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): heap/mmap/RSS counters per process,\n"
       "                markers and peaks as instants, phases as slices\n"
       "  pprof         gzipped profile.proto: alloc_objects, alloc_space, inuse_objects, inuse_space\n"
-      "                (inuse = still live at exit); written to -o, or to stdout when it is not a terminal\n"
+      "                (inuse = the leaks: still live at exit; in a Python process, when its interpreter\n"
+      "                started finalizing); written to -o, or to stdout when it is not a terminal\n"
       "  json          the full report (as `memledger report --json`)\n");
   std::string file, format, out, metricName = "leaked";
   app.add_option("FILE", file, "the recording")->required();

@@ -139,6 +139,8 @@ TEST(PythonReports, CheckNamesThePythonLeakInTextJunitAndSarif) {
   EXPECT_NE(out.out.find("#4 py_leaker (" + script("leaky.py") + ":7)"), std::string::npos) << out.out;
   EXPECT_NE(out.out.find("site 1: " + std::to_string(kLeakyBytes) + " B (78.1 MiB) in 20000 blocks"), std::string::npos)
       << out.out;
+  EXPECT_NE(out.out.find("(Python: live when the interpreter started finalizing, in 1 process)"), std::string::npos)
+      << out.out;
   EXPECT_NE(out.out.find("(rule) CPython's own start-up"), std::string::npos) << out.out;
   EXPECT_NE(out.out.find("(rule) CPython's own mmap"), std::string::npos) << out.out;
   // Only the script's own sites remain: every one has a frame in leaky.py.
