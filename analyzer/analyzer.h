@@ -98,6 +98,10 @@ struct OpenOptions {
   uint64_t max_in_memory = uint64_t(512) << 20;
 };
 
+namespace detail {
+struct PythonSnapshot;  // analyzer/sql.h
+}
+
 // A Recording may be used from several threads at once: its caches are locked and its SQLite
 // connection is serialized (SQLITE_OPEN_FULLMUTEX), so the questions below can run concurrently
 // on one recording (a GUI's worker threads). SQLite itself runs one step at a time for all of
@@ -127,6 +131,9 @@ class Recording {
   void stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const;
   // The OS pid of a process image id (0 when unknown).
   int64_t pidOf(int64_t image_id) const;
+  // Python images' sites as of their interpreter's finalization (analyzer/python_leaks.cpp),
+  // read once: every site question applies that leak rule.
+  const detail::PythonSnapshot& pythonSnapshot() const;
 
  private:
   struct Impl;

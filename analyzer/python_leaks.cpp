@@ -4,10 +4,8 @@
 // at exit are only what finalization itself failed to free; those are counted apart.
 // The recorder writes the live set per site and allocation-time bucket at that instant
 // (python_finalize_sites): both answers are exact, a time filter's to the bucket.
-#include <map>
-#include <set>
+#include <algorithm>
 #include <string>
-#include <tuple>
 
 #include "analyzer.h"
 #include "sql.h"
@@ -95,30 +93,40 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
 }
 
 int64_t pythonImageCount(const Recording& rec) {
-  if (!hasFinalizeSites(rec)) return 0;
-  Statement q(rec, "SELECT count(*) FROM python_finalize");
-  return q.step() ? q.i64(0) : 0;
+  return static_cast<int64_t>(rec.pythonSnapshot().images.size());
+}
+
+std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
+  auto out = std::make_unique<PythonSnapshot>();
+  if (!hasFinalizeSites(rec)) return out;
+  {
+    Statement q(rec, "SELECT image_id FROM python_finalize ORDER BY image_id");
+    while (q.step()) out->images.push_back(q.i64(0));
+  }
+  if (out->images.empty()) return out;
+  // torch_mlp's import: 213k rows, 210k sites.
+  Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
+  while (q.step()) {
+    auto& v = out->sites[{q.i64(0), q.i64(1), q.text(2)}];
+    v.first += q.i64(3);
+    v.second += q.i64(4);
+  }
+  return out;
 }
 
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
-  if (rows.empty() || !hasFinalizeSites(rec)) return;
-  std::set<int64_t> python;
-  {
-    Statement q(rec, "SELECT image_id FROM python_finalize");
-    while (q.step()) python.insert(q.i64(0));
-  }
-  if (python.empty()) return;
-  std::map<std::tuple<int64_t, int64_t, std::string>, std::pair<int64_t, int64_t>> atFinalization;
-  {
-    Statement q(rec, "SELECT image_id, stack_id, kind, sum(count), sum(bytes) FROM python_finalize_sites "
-                     "GROUP BY image_id, stack_id, kind");
-    while (q.step()) atFinalization[{q.i64(0), q.i64(1), q.text(2)}] = {q.i64(3), q.i64(4)};
-  }
+  if (rows.empty()) return;
+  const PythonSnapshot& py = rec.pythonSnapshot();
+  if (py.images.empty()) return;
+  PythonSnapshot::Key key;
   for (Site& s : rows) {
-    if (!python.count(s.image_id)) continue;
-    auto it = atFinalization.find({s.image_id, s.stack_id, s.kind});
-    s.leak_count = it == atFinalization.end() ? 0 : it->second.first;
-    s.leak_bytes = it == atFinalization.end() ? 0 : it->second.second;
+    if (!std::binary_search(py.images.begin(), py.images.end(), s.image_id)) continue;
+    key.image = s.image_id;
+    key.stack = s.stack_id;
+    key.kind = s.kind;
+    auto it = py.sites.find(key);
+    s.leak_count = it == py.sites.end() ? 0 : it->second.first;
+    s.leak_bytes = it == py.sites.end() ? 0 : it->second.second;
   }
 }
 

@@ -96,6 +96,8 @@ struct Recording::Impl {
   std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
   std::once_flag stackIpsOnce;
   std::unique_ptr<detail::StackIps> stackIps;  // locks itself
+  std::once_flag pythonOnce;
+  std::unique_ptr<detail::PythonSnapshot> python;  // read-only once loaded
   std::mutex ipStmtMutex;  // ipStmt and framesStmt: one reader at a time
   sqlite3_stmt* ipStmt = nullptr;
   sqlite3_stmt* framesStmt = nullptr;
@@ -308,6 +310,11 @@ sqlite3* Recording::db() const { return impl_->db; }
 int64_t Recording::pidOf(int64_t image_id) const {
   auto it = impl_->pids.find(image_id);
   return it == impl_->pids.end() ? 0 : it->second;
+}
+
+const detail::PythonSnapshot& Recording::pythonSnapshot() const {
+  std::call_once(impl_->pythonOnce, [this] { impl_->python = detail::loadPythonSnapshot(*this); });
+  return *impl_->python;
 }
 
 namespace {

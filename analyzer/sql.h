@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -194,6 +196,23 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out);
 // Site rows of Python images get the same rule: leak_count/leak_bytes become what was live when
 // their interpreter started finalizing (every front end, export and check agrees with `report`).
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);
+// What that rule reads, once per recording (Recording::pythonSnapshot): the Python images and
+// their sites' blocks live at finalization, summed over allocation buckets.
+struct PythonSnapshot {
+  struct Key {
+    int64_t image, stack;
+    std::string kind;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>{}(k.stack * 1000003 + k.image) ^ std::hash<std::string>{}(k.kind);
+    }
+  };
+  std::vector<int64_t> images;  // ascending
+  std::unordered_map<Key, std::pair<int64_t, int64_t>, KeyHash> sites;  // (count, bytes)
+};
+std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec);
 // How many images that rule applies to (they reached finalization).
 int64_t pythonImageCount(const Recording& rec);
 
