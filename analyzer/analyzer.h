@@ -276,6 +276,9 @@ struct SiteAmount {
   std::string origin = kOriginProgram;
   std::string origin_reason;
   LeakKindAmounts leak_kinds{};  // leaks only: the site's blocks per leak kind (heap kinds)
+  // Leaks of a Python image only: its interpreter's finalization freed every one of these blocks,
+  // so Python objects kept them (a global, a cache) rather than C code that lost them.
+  bool python_owned = false;
 };
 
 struct Leaks {

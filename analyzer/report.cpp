@@ -91,6 +91,7 @@ json toJson(const Leaks& l) {
     json j = siteJson(s);
     j["origin"] = s.origin;
     if (!s.origin_reason.empty()) j["origin_reason"] = s.origin_reason;
+    if (s.python_owned) j["python_owned"] = true;
     // Leak kinds: the site's nonzero ones (heap sites; other kinds are never scanned).
     json lk = json::object();
     for (int k = 0; k < kLeakKindSlots; ++k)

@@ -108,6 +108,7 @@ std::vector<SiteAmount> mergeAcrossProcesses(const Recording& rec, std::vector<S
     for (const ProcessAmount& p : parts) addPart(m.processes, p.pid, p.count, p.bytes);
     m.count += s.count;
     m.bytes += s.bytes;
+    m.python_owned = m.python_owned && s.python_owned;
     for (int k = 0; k < kLeakKindSlots; ++k) {  // leak kinds
       m.leak_kinds[k].count += s.leak_kinds[k].count;
       m.leak_kinds[k].bytes += s.leak_kinds[k].bytes;

@@ -34,10 +34,39 @@ constexpr int64_t kPeakShareMinBytes = 1 << 20;  // "free earlier" needs a peak 
 constexpr double kFragRatioMin = 0.3;
 constexpr int64_t kFragResidentMin = 16 << 20;
 
+// The first Python frame of a stack, or nullptr.
+const Frame* firstPythonFrame(const Stack& stack) {
+  for (const Frame& f : stack)
+    if (isPythonFrame(f)) return &f;
+  return nullptr;
+}
+
+// A library's Python code (the standard library, an installed package, a frozen module), not
+// the program's own: numpy's `ones` (numeric.py) is how the program's line made the array.
+bool isLibraryPython(const Frame& f) {
+  const std::string& file = *f.file;
+  return file.starts_with("<frozen ") || file.find("/site-packages/") != std::string::npos ||
+         file.find("/dist-packages/") != std::string::npos || file.find("/lib/python3.") != std::string::npos ||
+         file.find("/lib/python2.") != std::string::npos;
+}
+
+// For advice through an extension: the program's own Python line that led there (the first
+// Python frame outside the libraries), else the innermost Python frame.
+const Frame* programPythonFrame(const Stack& stack) {
+  for (const Frame& f : stack)
+    if (isPythonFrame(f) && !isLibraryPython(f)) return &f;
+  return firstPythonFrame(stack);
+}
+
 // "`grow_buffer` (growth.c:12)": the function a reader should open; for a Python site the
-// Python function and line, not the interpreter's allocator.
-std::string where(const Stack& stack) {
+// Python function and line, not the interpreter's allocator. `pythonOwned`: Python objects kept
+// the blocks (python_owned leaks), so the Python line that made them is the one to open even when
+// an extension's named C++ code (libtorch's allocator) allocated.
+std::string where(const Stack& stack, bool pythonOwned = false) {
   const Frame* f = siteFrame(stack);
+  // Through an extension's code (numpy's, libtorch's): the program's line that called it.
+  if ((pythonOwned || (f && isPythonFrame(*f))) && !pythonSiteFrame(stack))
+    if (const Frame* py = programPythonFrame(stack)) f = py;
   if (!f) {
     for (const Frame& any : stack)
       if (any.module) {
@@ -233,10 +262,13 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                       (l.count == 1 ? "it" : "them") + " when done, or give " + (l.count == 1 ? "it" : "them") +
                       " an owner (e.g. std::unique_ptr)",
                   l.stack, evidence};
-    if (pythonSiteFrame(l.stack)) {
-      // Python frees what nothing refers to: what is left was still referenced when the script's
-      // own code ended (a module-level list or dict, a cache, a closure).
-      sg.message = where(l.stack) + " made " + formatCount(l.count) + " block" + (l.count == 1 ? "" : "s") + " (" +
+    // Python frees what nothing refers to: what is left was still referenced when the script's
+    // own code ended (a module-level list or dict, a cache, a closure). So is an extension's
+    // block that finalization freed (a tensor a global kept): its owner was a Python object.
+    const bool pythonOwned = l.python_owned && firstPythonFrame(l.stack);
+    if (pythonOwned) sg.evidence["finalization_freed"] = l.count;  // every block: Python objects held them
+    if (pythonSiteFrame(l.stack) || pythonOwned) {
+      sg.message = where(l.stack, pythonOwned) + " made " + formatCount(l.count) + " block" + (l.count == 1 ? "" : "s") + " (" +
                    formatBytes(l.bytes) + ")" + inProcesses(evidence) +
                    " still referenced when the program's code finished: drop the reference when done (`del` it, "
                    "`.clear()` a global list or dict), bound a cache (functools.lru_cache(maxsize=N)), or keep "
@@ -401,7 +433,9 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                         ": free it as soon as it is no longer needed, or process the data in chunks",
                     s.stack,
                     {{"site_peak_bytes", s.bytes}, {"site_peak_count", s.count}, {"peak_bytes", pk.bytes}, {"share", share}}};
-      if (pythonSiteFrame(s.stack))
+      // Named by a Python line (numpy's arrays too): what the program can do is drop its references.
+      const Frame* named = siteFrame(s.stack);
+      if (named && isPythonFrame(*named))
         sg.message = where(s.stack) + " held " + formatBytes(s.bytes) + " at the heap peak, " + percent(share) +
                      " of " + formatBytes(pk.bytes) +
                      ": drop the references to it (`del`, or let it go out of scope) as soon as it is no longer "
@@ -439,7 +473,9 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     std::vector<int64_t> paths(out.size(), 1);
     std::vector<bool> drop(out.size(), false);
     for (size_t i = 0; i < out.size(); ++i) {
-      std::string key = out[i].kind + "\n" + (out[i].stack.empty() ? out[i].message : where(out[i].stack));
+      std::string key = out[i].kind + "\n" +
+                        (out[i].stack.empty() ? out[i].message
+                                              : where(out[i].stack, out[i].evidence.contains("finalization_freed")));
       auto [it, added] = first.emplace(std::move(key), i);
       if (added) continue;
       drop[i] = true;

@@ -206,3 +206,36 @@ TEST(PythonLeakRules, EnvShebangScriptThroughPyenvShim) {
   const char* path = getenv("PATH");
   checkEnvShebang({{"PATH", "/root/.pyenv/shims:" + std::string(path ? path : "/usr/bin:/bin")}});
 }
+
+// An extension's buffers kept by a Python global (numpy arrays in a list): numpy's stripped C code
+// allocated them, finalization freed them (python_owned), so the advice is Python's and names the
+// program's line that made them, through numpy's own Python code (ones, numeric.py).
+TEST(PythonLeakRules, ExtensionBuffersKeptByPythonGetPythonAdvice) {
+  if (!haveDebianPython()) GTEST_SKIP() << "no /usr/bin/python3";
+  if (run({"/usr/bin/python3", "-c", "import numpy"}).status != 0) GTEST_SKIP() << "no python3-numpy";
+  Recorded rec = record("/usr/bin/python3", {script("numpy_kept.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "50"});
+  int64_t count = 0, bytes = 0;
+  for (const auto& s : report["leaks"]["sites"]) {
+    if (framesIn(s, "numpy_kept.py") != std::vector<std::string>{"keep:9", "<module>:11"}) continue;
+    if (s["bytes"].get<int64_t>() < 800000) continue;  // the arrays, not the list holding them
+    EXPECT_EQ(s["origin"], "program");
+    EXPECT_EQ(s.value("python_owned", false), true) << s.dump().substr(0, 300);
+    EXPECT_NE(s["stack"][0]["module"].get<std::string>().find("_multiarray_umath"), std::string::npos);
+    count += s["count"].get<int64_t>();
+    bytes += s["bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(count, 20) << describeSites(report["leaks"]["sites"]);
+  EXPECT_EQ(bytes, 20 * 800000);
+  bool advised = false;
+  for (const auto& sg : report["suggestions"]) {
+    const std::string m = sg["message"];
+    if (sg["kind"] != "fix_leak" || !m.starts_with("`keep` (numpy_kept.py:9) in _multiarray_umath")) continue;
+    advised = true;
+    EXPECT_NE(m.find("still referenced when the program's code finished"), std::string::npos) << m;
+    EXPECT_EQ(m.find("std::unique_ptr"), std::string::npos) << m;
+    EXPECT_EQ(sg["evidence"]["finalization_freed"], sg["evidence"]["leak_count"]);
+  }
+  EXPECT_TRUE(advised) << report["suggestions"].dump().substr(0, 2000);
+}
