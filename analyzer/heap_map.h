@@ -142,9 +142,10 @@ class HeapHistory {
   MapLayout layoutAt(int64_t t_ns) const;
   // The live block of `layout` that covers most of [from, to) (a pixel's bytes), if any.
   std::optional<uint32_t> blockAt(const MapLayout& layout, uint64_t from, uint64_t to) const;
-  // The instant a view shows first. With every block: the last instant at which the holes are
-  // largest while at least half the region's peak is live (where its fragmentation costs most).
-  // Otherwise the process's end, where the map is exact (the last event if it never ended).
+  // The instant a view shows first. With every block: the last instant at which the most free
+  // bytes lie outside the largest hole (what no block larger than that hole can use: where
+  // fragmentation costs most), or, if the free space is never scattered, the last peak of live
+  // bytes. Otherwise the process's end, where the map is exact (the last event if it never ended).
   int64_t defaultInstant() const;
   // Whether every block has a row, at every instant.
   bool everyBlock() const { return allocation_rows == "all"; }

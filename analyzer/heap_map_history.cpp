@@ -248,12 +248,15 @@ HeapHistory heapHistory(const Recording& rec, const MapRegion& region, QueryCont
 int64_t HeapHistory::defaultInstant() const {
   if (!everyBlock() && image_end_ns) return *image_end_ns;
   if (series.empty()) return image_end_ns.value_or(image_start_ns);
-  uint64_t peak = 0;
-  for (const MapPoint& p : series) peak = std::max(peak, p.live_bytes);
-  const MapPoint* best = &series.back();
+  // The free bytes outside the largest hole: what no block larger than that hole can use.
+  auto scattered = [](const MapPoint& p) { return p.hole_bytes - p.largest_hole; };
+  const MapPoint* best = nullptr;
   for (const MapPoint& p : series)
-    if (p.live_bytes * 2 >= peak && p.live_bytes > 0 && (best->live_bytes * 2 < peak || p.hole_bytes >= best->hole_bytes))
-      best = &p;
+    if (p.live_bytes > 0 && (!best || scattered(p) >= scattered(*best))) best = &p;
+  if (!best) return series.back().t_ns;
+  if (scattered(*best) == 0)  // never scattered: the (last) peak of live bytes
+    for (const MapPoint& p : series)
+      if (p.live_bytes >= best->live_bytes) best = &p;
   return best->t_ns;
 }
 

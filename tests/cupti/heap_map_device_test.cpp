@@ -94,6 +94,8 @@ TEST(HeapMapDevice, SegmentsAndTheBlocksInsideThem) {
   EXPECT_DOUBLE_EQ(end.externalFragmentation(), 0.6);  // 10 MiB free, the largest piece 4 MiB
   EXPECT_TRUE(calls(r.stack(h.blocks[end.live[0]].stack_id), "carve_block"));
 
+  EXPECT_EQ(h.layoutAt(h.defaultInstant()).applied, h.events.size());  // 6 of its 10 free MiB scattered
+
   // segment1: the 6 MiB block that fit nowhere in segment0.
   const an::MapRegion* s1 = regionOf(regions, "pool:segment1");
   ASSERT_NE(s1, nullptr);

@@ -283,6 +283,13 @@ TEST(AnalyzerHeapMap, HeapHolesEveryBlockMatchesThePrintedAddresses) {
   ASSERT_TRUE(under);
   EXPECT_EQ(rec.stack(h.blocks[*under].stack_id).at(0).function.value_or(""), "make_larger");
 
+  // Shown first: the last instant with the most free bytes outside the largest hole (the 32 blocks
+  // and 31 holes, after the larger blocks went).
+  MapLayout first = h.layoutAt(h.defaultInstant());
+  EXPECT_EQ(first.applied, h.events.size());
+  EXPECT_EQ(first.live.size(), 32u);
+  EXPECT_EQ(first.holes.size(), 31u);
+
   // Stepping: the event after "holes" is make_larger's first allocation.
   const size_t at = holes.applied;
   ASSERT_LT(at, h.events.size());
