@@ -30,8 +30,11 @@ QString bytesText(uint64_t b) { return QString::fromStdString(an::formatBytes(in
 QString countText(int64_t n) { return QString::fromStdString(an::formatCount(n)); }
 QString timeText(int64_t t) { return QString::fromStdString(an::formatDuration(t)); }
 QString hex(uint64_t a) { return "0x" + QString::number(a, 16); }
+// A square of a colour with a thin frame (a colour close to the background still shows).
 QString swatch(const QColor& c) {
-  return QString("<span style=\"background-color:%1; color:%1\">&nbsp;&#9632;&nbsp;</span>").arg(c.name());
+  return QString("<table border=1 cellspacing=0 cellpadding=0 style=\"border-color:#808080\"><tr><td bgcolor=\"%1\" "
+                 "width=14>&nbsp;</td></tr></table>")
+      .arg(c.name());
 }
 QString siteName(const an::Recording& rec, int64_t stack_id) {
   return QString::fromStdString(an::printable(an::siteText(rec.stack(stack_id))));

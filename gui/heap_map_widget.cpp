@@ -102,7 +102,7 @@ QColor HeapMapWidget::unknownColour() const {
 QColor HeapMapWidget::slackColour() const { return palette().color(QPalette::Mid); }
 QColor HeapMapWidget::outsideColour() const {
   const QColor base = palette().color(QPalette::Base);
-  return base.lightness() > 128 ? base.darker(112) : base.lighter(140);
+  return base.lightness() > 128 ? base.darker(112) : base.lighter(180);
 }
 
 HeapMapWidget::Grid HeapMapWidget::grid() const {
