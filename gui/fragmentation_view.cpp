@@ -71,6 +71,7 @@ FragmentationView::FragmentationView(QWidget* parent)
   progress_->setMaximumWidth(180);
   progress_->hide();
   cancel_->hide();
+  cancel_->setObjectName("cancelRead");
   message_->setWordWrap(true);
   message_->setTextFormat(Qt::RichText);
   message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -249,7 +250,8 @@ void FragmentationView::settle() {
 }
 
 // Runs `work` (which returns a value of type R) on a worker under a fresh control that cancels
-// the previous job's; `done` gets the value on the GUI thread unless a newer job started since.
+// the previous job's; `done` gets the value on the GUI thread unless a newer job started since
+// (no value: the error's message, or none when the user cancelled).
 template <class R, class Work, class Done>
 static void runJob(FragmentationView* self, std::shared_ptr<an::QueryControl>& current, uint64_t& generation,
                    QList<QFuture<void>>& jobs, QProgressBar* progress, Work work, Done done) {
@@ -273,7 +275,7 @@ static void runJob(FragmentationView* self, std::shared_ptr<an::QueryControl>& c
     try {
       value = work(*control);
     } catch (const an::Cancelled&) {
-      error = QObject::tr("Cancelled.");
+      // Cancelled by the user: no value and no error.
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }
@@ -294,7 +296,9 @@ void FragmentationView::loadRegions() {
       [this](std::optional<std::vector<an::MapRegion>> regions, QString error) {
         setIdle();
         if (!regions) {
-          message_->setText(tr("Cannot read the address ranges: %1").arg(error.toHtmlEscaped()));
+          regionsRequested_ = !error.isEmpty();  // cancelled: read again when shown again
+          message_->setText(error.isEmpty() ? tr("Cancelled: the address ranges were not read.")
+                                            : tr("Cannot read the address ranges: %1").arg(error.toHtmlEscaped()));
           return settle();
         }
         regions_ = std::move(*regions);
@@ -364,7 +368,8 @@ void FragmentationView::showRegion(int index) {
       [this](std::optional<Loaded> loaded, QString error) {
         setIdle();
         if (!loaded) {
-          message_->setText(tr("Cannot read this range: %1").arg(error.toHtmlEscaped()));
+          message_->setText(error.isEmpty() ? tr("Cancelled: choose the range again to read it.")
+                                            : tr("Cannot read this range: %1").arg(error.toHtmlEscaped()));
           return settle();
         }
         history_ = loaded->history;

@@ -160,10 +160,17 @@ void HeapMapWidget::rasterize() {
   // Ages on a log scale from 1 us to the oldest, through a table of 256 colours.
   QRgb ageRgb[256];
   for (int k = 0; k < 256; ++k) ageRgb[k] = ageColour(k / 255.0).rgb();
-  const double ageTop = std::log10(double(std::max<int64_t>(oldest_, 1000))) - 3;
+  // log2 from the highest bit and a linear step within its octave: close enough for 256 colours,
+  // and no libm call per block.
+  auto log2ish = [](int64_t v) {
+    const uint64_t u = uint64_t(std::max<int64_t>(v, 1024));
+    const int msb = 63 - __builtin_clzll(u);
+    return msb + double(u - (uint64_t(1) << msb)) / double(uint64_t(1) << msb);
+  };
+  const double ageBottom = log2ish(1024), ageTop = log2ish(oldest_) - ageBottom;
   auto colourOf = [&](uint32_t i) {
     if (colouring_ == Colouring::Age) {
-      const double age = std::log10(double(std::max<int64_t>(l.t_ns - h.blocks[i].t_alloc, 1000))) - 3;
+      const double age = log2ish(l.t_ns - h.blocks[i].t_alloc) - ageBottom;
       return ageRgb[ageTop > 0 ? std::clamp(int(age / ageTop * 255 + 0.5), 0, 255) : 0];
     }
     auto [it, isNew] = siteRgb.try_emplace(h.blocks[i].stack_id, 0);
