@@ -326,6 +326,11 @@ class FragmentationTest : public QObject {
     QVERIFY(openAt(w, path));
     FragmentationView* v = w.fragmentationView();
     QVERIFY(v->regions().empty());
+    // Its key: Ctrl+0 (the tenth view).
+    w.showView("summary");
+    QVERIFY(!v->isVisible());
+    QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
+    QVERIFY(v->isVisible());
     QVERIFY2(v->message().contains("no allocation rows"), qPrintable(v->message()));
     QVERIFY(v->message().contains("--no-fold"));
   }
