@@ -38,7 +38,7 @@ uint64_t slackLimitOf(const std::string& space) {
 // beside its block, so the whole history costs O(events log blocks).
 class FreeSpace {
  public:
-  FreeSpace(const HeapHistory& h) : h_(h), bounded_(h.region.reserved) {
+  explicit FreeSpace(const HeapHistory& h) : h_(h), bounded_(h.region.reserved) {
     if (bounded_) addGap(h_.region.from, h_.region.to, true);
   }
   void insert(uint32_t b) {

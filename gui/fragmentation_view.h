@@ -89,6 +89,7 @@ class FragmentationView : public QWidget {
   };
   void loadRegions();
   void fillRegions(int image);
+  int listRegions(int image);
   void requestLayout(Request r);
   void startLayout(Request r);
   void showLayout(std::shared_ptr<const analyzer::MapLayout> layout, std::vector<std::pair<int64_t, QString>> sites,
