@@ -142,7 +142,9 @@ std::vector<MapRegion> mapRegions(const Recording& rec) {
 
   std::vector<MapRegion> out;
   for (auto& [key, g] : groups) {
-    const auto& [image, space] = key;
+    // Not a structured binding: a lambda may not capture one (clang 14, the fuzz build).
+    const int64_t image = key.first;
+    const std::string& space = key.second;
     auto region = [&] {
       MapRegion r;
       r.image_id = image;

@@ -142,10 +142,11 @@ class HeapHistory {
   MapLayout layoutAt(int64_t t_ns) const;
   // The live block of `layout` that covers most of [from, to) (a pixel's bytes), if any.
   std::optional<uint32_t> blockAt(const MapLayout& layout, uint64_t from, uint64_t to) const;
-  // The instant a view shows first. With every block: the last instant at which the most free
-  // bytes lie outside the largest hole (what no block larger than that hole can use: where
-  // fragmentation costs most), or, if the free space is never scattered, the last peak of live
-  // bytes. Otherwise the process's end, where the map is exact (the last event if it never ended).
+  // The instant a view shows first. With every block: of the states after each event, the last
+  // one in which the most free bytes lie outside the largest hole (what no block larger than that
+  // hole can use: where fragmentation costs most), or, if the free space is never scattered, the
+  // last peak of live bytes. Otherwise the process's end, where the map is exact (the last event
+  // if it never ended).
   int64_t defaultInstant() const;
   // Whether every block has a row, at every instant.
   bool everyBlock() const { return allocation_rows == "all"; }
@@ -160,6 +161,7 @@ class HeapHistory {
   bool curveHasExtremes_ = true;  // the space's curve has each bucket's max/min (not mmap)
   std::vector<int64_t> curveT_, curveValue_, curveMax_, curveMin_;  // the space's memory curve
   std::vector<int64_t> rowT_, rowLive_;  // bytes of the space's rows live after each instant
+  int64_t worstNs_ = 0;                  // defaultInstant() with every block
 };
 
 // Reads a region's rows (those of its space in its address range), orders its events and builds

@@ -201,6 +201,9 @@ HeapHistory heapHistory(const Recording& rec, const MapRegion& region) {
     const int64_t t0 = h.events.front().t_ns, t1 = h.events.back().t_ns;
     const int64_t width = std::max<int64_t>(1, (t1 - t0) / 4096 + 1);
     int64_t slot = -1;
+    uint64_t worstScattered = 0, peakLive = 0;
+    int64_t peakNs = t0;
+    h.worstNs_ = t1;
     for (size_t i = 0; i < h.events.size(); ++i) {
       if ((i & 0xffff) == 0) {
         detail::throwIfCancelled();
@@ -211,10 +214,17 @@ HeapHistory heapHistory(const Recording& rec, const MapRegion& region) {
       else space.erase(e.block);
       const bool lastAtInstant = i + 1 == h.events.size() || h.events[i + 1].t_ns != e.t_ns;
       if (!lastAtInstant) continue;
+      const MapPoint p = space.point(e.t_ns);
       const int64_t s = (e.t_ns - t0) / width;
-      if (s == slot) h.series.back() = space.point(e.t_ns);
-      else h.series.push_back(space.point(e.t_ns)), slot = s;
+      if (s == slot) h.series.back() = p;
+      else h.series.push_back(p), slot = s;
+      // The instant shown first, from every state (not the sampled series): the last with the
+      // most free bytes outside the largest hole, else the last peak of live bytes.
+      const uint64_t scattered = p.hole_bytes - p.largest_hole;
+      if (p.live_bytes > 0 && scattered >= worstScattered) worstScattered = scattered, h.worstNs_ = e.t_ns;
+      if (p.live_bytes >= peakLive) peakLive = p.live_bytes, peakNs = e.t_ns;
     }
+    if (worstScattered == 0) h.worstNs_ = peakNs;
   }
 
   if (wholeSpace) {
@@ -247,17 +257,8 @@ HeapHistory heapHistory(const Recording& rec, const MapRegion& region, QueryCont
 
 int64_t HeapHistory::defaultInstant() const {
   if (!everyBlock() && image_end_ns) return *image_end_ns;
-  if (series.empty()) return image_end_ns.value_or(image_start_ns);
-  // The free bytes outside the largest hole: what no block larger than that hole can use.
-  auto scattered = [](const MapPoint& p) { return p.hole_bytes - p.largest_hole; };
-  const MapPoint* best = nullptr;
-  for (const MapPoint& p : series)
-    if (p.live_bytes > 0 && (!best || scattered(p) >= scattered(*best))) best = &p;
-  if (!best) return series.back().t_ns;
-  if (scattered(*best) == 0)  // never scattered: the (last) peak of live bytes
-    for (const MapPoint& p : series)
-      if (p.live_bytes >= best->live_bytes) best = &p;
-  return best->t_ns;
+  if (events.empty()) return image_end_ns.value_or(image_start_ns);
+  return worstNs_;
 }
 
 size_t HeapHistory::eventsUpTo(int64_t t_ns) const {
