@@ -336,6 +336,34 @@ TEST(AnalyzerHeapMap, HeapHolesLeakRowsOnlySayWhereTheyAreExact) {
   EXPECT_EQ(end.live_bytes, 128000u);
 }
 
+// --fold-ms 15: every block of heap_holes lived at least 20 ms (the sample waits 20 ms between
+// phases), so each has a row; not "every block" by the recording's word, but exact in each quiet
+// stretch by the curve.
+TEST(AnalyzerHeapMap, HeapHolesLongLivedRowsExactByTheCurve) {
+  std::string why;
+  const std::string path = recordWith("heap_holes", "--fold-ms 15", &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  auto rec = Recording::open(path);
+  EXPECT_EQ(rec.info().allocation_rows, "long_lived");
+  std::vector<MapRegion> regions = mapRegions(rec);
+  const MapRegion* region = nullptr;
+  for (const MapRegion& r : regions)
+    if (r.space == "heap" && (!region || r.rows > region->rows)) region = &r;
+  ASSERT_TRUE(region);
+  EXPECT_EQ(region->rows, 72);
+  HeapHistory h = heapHistory(rec, *region);
+  EXPECT_FALSE(h.everyBlock());
+  EXPECT_NE(mapCoverageText(h).find("lived at least 15.00 ms"), std::string::npos) << mapCoverageText(h);
+  MapLayout allocated = h.layoutAt(markerTime(rec, "allocated") + 10 * kMs);
+  EXPECT_TRUE(allocated.exact);
+  EXPECT_EQ(allocated.rowless_max, 0);
+  EXPECT_EQ(allocated.live.size(), 64u);
+  MapLayout holes = h.layoutAt(markerTime(rec, "holes") + 10 * kMs);
+  EXPECT_TRUE(holes.exact);
+  EXPECT_EQ(holes.holes.size(), 31u);
+  EXPECT_EQ(holes.hole_bytes, 31u * 4032);
+}
+
 // samples/fragmenting with every block: 200,000 x 1000 B, every other one freed, then
 // 100,000 x 3000 B that fit none of the 1016-byte holes.
 TEST(AnalyzerHeapMap, FragmentingEveryBlock) {
