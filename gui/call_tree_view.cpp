@@ -34,12 +34,57 @@ bool openInEditor(const an::Frame* frame, QWidget*) {
   return QProcess::startDetached(program, args);
 }
 
+namespace {
+QString dur(int64_t ns) { return QString::fromStdString(an::formatDuration(ns)); }
+QString bytes(int64_t b) { return QString::fromStdString(an::formatBytes(b)); }
+
+// How the peak column's live set was found, for the space the trees show.
+QString liveNote(const RangeData& r) {
+  const an::SpaceLive* sp = r.live.space(r.space.value_or("heap"));
+  if (!sp) return {};
+  switch (sp->basis) {
+    case an::LiveBasis::WholeRunPeak:
+      return QObject::tr("the run's own peak, %1 at %2, lies in it (exact)").arg(bytes(sp->peak_bytes), dur(sp->peak_ns));
+    case an::LiveBasis::Instant:
+      return r.live_at_ns ? QObject::tr("exact") : QObject::tr("%1 at %2 (exact)").arg(bytes(sp->bytes), dur(sp->at_ns));
+    case an::LiveBasis::BucketEnd:
+      if (r.live_at_ns)
+        return QObject::tr("bucket-granular: as at %1, the end of the %2 bucket under way then")
+            .arg(dur(sp->at_ns), dur(r.live.bucket_ns));
+      if (sp->exact)
+        return QObject::tr("%1, the live set at the bucket end %2 (exact: the curve stood at its highest then)")
+            .arg(bytes(sp->peak_bytes), dur(sp->at_ns));
+      return QObject::tr("%1 at %2; bucket-granular: the live set shown is that of the bucket end %3 (%4, %5 below the peak)")
+          .arg(bytes(sp->peak_bytes), dur(sp->peak_ns), dur(sp->at_ns), bytes(sp->bytes), bytes(sp->peak_bytes - sp->bytes));
+  }
+  return {};
+}
+}  // namespace
+
 QString rangeNote(const RangeData* range) {
-  if (!range || !range->ranged()) return {};
-  return QObject::tr("Selection %1 to %2: allocated, allocations and leaked are of blocks made in it; peak and "
-                     "temporary are whole-run values.")
-      .arg(QString::fromStdString(an::formatDuration(range->from_ns.value_or(0))),
-           range->to_ns ? QString::fromStdString(an::formatDuration(*range->to_ns)) : QObject::tr("the end"));
+  if (!range) return {};
+  QStringList parts;
+  if (range->diff()) parts << QObject::tr("B \u2212 A per function: red growth, blue shrink.");
+  if (range->live_at_ns) {
+    if (range->peakFollows())
+      parts << QObject::tr("Peak column: what was live at %1 (%2); the other columns are whole-run values.")
+                   .arg(dur(*range->live_at_ns), liveNote(*range));
+    else
+      parts << QObject::tr("Live at %1 is not known for this recording (%2): the peak column is the whole run's.")
+                   .arg(dur(*range->live_at_ns), QString::fromStdString(range->live.unavailable));
+  } else if (range->ranged()) {
+    QString span = QObject::tr("Selection %1 to %2").arg(dur(range->from_ns.value_or(0)),
+                                                         range->to_ns ? dur(*range->to_ns) : QObject::tr("the end"));
+    if (range->peakFollows())
+      parts << QObject::tr("%1: allocated, allocations and leaked are of blocks made in it, temporary of those freed in it; "
+                           "peak is the selection's highest point: %2.")
+                   .arg(span, liveNote(*range));
+    else
+      parts << QObject::tr("%1: allocated, allocations and leaked are of blocks made in it; peak and temporary are "
+                           "whole-run values (%2).")
+                   .arg(span, QString::fromStdString(range->live.unavailable));
+  }
+  return parts.join(' ');
 }
 
 CallTreeView::CallTreeView(an::TreeDirection direction, QWidget* parent)
