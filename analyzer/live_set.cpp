@@ -62,11 +62,8 @@ std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const deta
     live[size_t(i)].second += e.alloc_bytes - e.freed_bytes;
   });
   // An image that ended by the cutoff holds nothing any more (its leftovers stay its leaks).
-  for (size_t i = 0; i < live.size(); ++i) {
-    if (!cut[i]) continue;
-    auto end = sites.imageEnds().find(sites.all()[i].image_id);
-    if (end != sites.imageEnds().end() && end->second <= *cut[i]) live[i] = {0, 0};
-  }
+  for (size_t i = 0; i < live.size(); ++i)
+    if (cut[i] && sites.gone(sites.all()[i].image_id, *cut[i])) live[i] = {0, 0};
   return live;
 }
 
@@ -115,8 +112,7 @@ LiveSet liveAt(const Recording& rec, int64_t t) {
   }
   for (const auto& [key, a] : around) {
     if (!a.last) continue;
-    auto ended = sites.imageEnds().find(key.first);
-    if (ended != sites.imageEnds().end() && ended->second <= t - 1) continue;
+    if (sites.gone(key.first, t - 1)) continue;
     int64_t end = bucketEnd(*a.last, out.bucket_ns, a.next);
     if (end <= t) continue;
     for (SpaceLive& sp : out.spaces)

@@ -24,7 +24,10 @@ ActivitySites::ActivitySites(const Recording& rec) {
     if (index_.try_emplace({a.image_id, a.stack_id, a.kind}, int32_t(sites_.size())).second) sites_.push_back(std::move(a));
   }
   Statement q(rec, "SELECT id, end_ns FROM processes WHERE end_ns IS NOT NULL");
-  while (q.step()) ends_[q.i64(0)] = q.i64(1);
+  while (q.step()) {
+    ends_[q.i64(0)] = q.i64(1);
+    lastEnd_ = std::max(lastEnd_, q.i64(1));
+  }
 }
 
 bool forEachActivity(const Recording& rec, const std::function<void(int64_t, int64_t, const SiteActivity&)>& f) {

@@ -41,13 +41,24 @@ class ActivitySites {
     auto it = index_.find({image, stack, kind});
     return it == index_.end() ? -1 : it->second;
   }
-  // Image id -> its end (only images that ended).
-  const std::unordered_map<int64_t, int64_t>& imageEnds() const { return ends_; }
+  // Whether an image holds nothing any more at t: it ended at or before t, before the last
+  // process ended (an exited process's memory leaves the total, as the memory curve sums them;
+  // what the last ones left, their leaks, stays to the end of the axis, as the curve's last value).
+  bool gone(int64_t image, int64_t t) const {
+    auto it = ends_.find(image);
+    return it != ends_.end() && it->second <= t && it->second < lastEnd_;
+  }
+  // When it is gone (INT64_MAX: never).
+  int64_t goneAt(int64_t image) const {
+    auto it = ends_.find(image);
+    return it != ends_.end() && it->second < lastEnd_ ? it->second : INT64_MAX;
+  }
 
  private:
   std::vector<ActivitySite> sites_;
   std::unordered_map<ActivityKey, int32_t, ActivityKeyHash> index_;
-  std::unordered_map<int64_t, int64_t> ends_;
+  std::unordered_map<int64_t, int64_t> ends_;  // images that ended
+  int64_t lastEnd_ = 0;
 };
 
 // Calls f(image_id, bucket start, entry) for every entry, each image's buckets in time order

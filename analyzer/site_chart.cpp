@@ -125,9 +125,9 @@ Replay replay(const Recording& rec, const ChartRequest& req, const Grid& grid, G
   for (size_t i = 0; i < sites.all().size(); ++i) {
     const detail::ActivitySite& s = sites.all()[i];
     if (groupOf[i] < 0 || !s.leak_bytes) continue;
-    auto end = sites.imageEnds().find(s.image_id);
-    if (end == sites.imageEnds().end() || end->second >= grid.to) continue;
-    add(grid.pointOf(end->second), groupOf[i], {-sign * s.leak_bytes, 0, 0, 0});
+    const int64_t gone = sites.goneAt(s.image_id);
+    if (gone >= grid.to) continue;
+    add(grid.pointOf(gone), groupOf[i], {-sign * s.leak_bytes, 0, 0, 0});
   }
   return out;
 }

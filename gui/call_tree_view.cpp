@@ -87,6 +87,14 @@ QString rangeNote(const RangeData* range) {
   return parts.join(' ');
 }
 
+void fitHeaders(QHeaderView* header, const QAbstractItemModel* model) {
+  // A header that changed ("Peak in selection", "Δ Live at 1.20 s") is never cut.
+  for (int c = kPeakColumn; c <= kTemporaryColumn; ++c) {
+    int w = header->fontMetrics().horizontalAdvance(model->headerData(c, Qt::Horizontal).toString()) + 28;
+    if (header->sectionSize(c) < w) header->resizeSection(c, w);
+  }
+}
+
 CallTreeView::CallTreeView(an::TreeDirection direction, QWidget* parent)
     : QWidget(parent),
       model_(new CallTreeModel(direction, this)),
@@ -136,6 +144,7 @@ void CallTreeView::setRange(std::shared_ptr<const RangeData> range) {
   note_->setText(note);
   note_->setVisible(!note.isEmpty());
   model_->setRange(std::move(range));
+  fitHeaders(view_->header(), model_);
   proxy_->sort(view_->header()->sortIndicatorSection(), view_->header()->sortIndicatorOrder());
   // The heaviest path open, as heaptrack does.
   QModelIndex idx = proxy_->index(0, 0);

@@ -123,6 +123,7 @@ CallerCalleeView::CallerCalleeView(QWidget* parent)
 void CallerCalleeView::setRange(std::shared_ptr<const RangeData> range) {
   delta_ = range && range->diff();
   model_->setRange(std::move(range));
+  fitHeaders(table_->horizontalHeader(), model_);
   proxy_->sort(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   else showSymbol(nullptr);

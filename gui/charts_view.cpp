@@ -6,6 +6,7 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QMouseEvent>
+#include <QFontMetrics>
 #include <QPainter>
 #include <QPainterPath>
 #include <QPushButton>
@@ -25,7 +26,9 @@ namespace memledger::gui {
 namespace an = memledger::analyzer;
 
 namespace {
-constexpr double kLeft = 74, kRight = 250, kTop = 10, kBottom = 24;  // kRight: the legend
+// The plot's margins are the timeline's, so that both time axes line up; the legend is a grid of
+// cells above the plot.
+constexpr double kLeft = 70, kRight = 12, kTop = 6, kBottom = 22, kCell = 250;
 constexpr an::ChartKind kKinds[] = {an::ChartKind::Consumed, an::ChartKind::Allocations, an::ChartKind::Allocated,
                                     an::ChartKind::Temporary};
 
@@ -41,14 +44,28 @@ QString kindTitle(an::ChartKind k) {
 
 QString timeText(int64_t ns) { return QString::fromStdString(an::formatDuration(ns)); }
 
-// Stable colours per series (by its key), the total in the text colour, "other" grey.
-QColor seriesColor(const an::ChartSeries& s, int index) {
-  if (s.other) return QColor(0xa8, 0xa8, 0xb0);
+// A colour per series, stable across zooms (by its key: a function keeps its colour when the
+// ranking changes), distinct within one chart; "other" grey, the total in the text colour.
+std::vector<QColor> seriesColors(const an::Chart& c) {
   static const QColor palette[] = {{0x2f, 0x80, 0xed}, {0xeb, 0x57, 0x57}, {0x27, 0xae, 0x60}, {0xf2, 0x99, 0x4a},
                                    {0x9b, 0x51, 0xe0}, {0x56, 0xcc, 0xf2}, {0xe8, 0x4a, 0x9b}, {0x6f, 0xcf, 0x97},
-                                   {0xbb, 0x6b, 0xd9}, {0xf2, 0xc9, 0x4c}};
-  (void)s;
-  return palette[size_t(index) % (sizeof palette / sizeof palette[0])];
+                                   {0xbb, 0x6b, 0xd9}, {0xf2, 0xc9, 0x4c}, {0x8d, 0x6e, 0x63}, {0x00, 0x96, 0x88}};
+  constexpr size_t n = sizeof palette / sizeof palette[0];
+  std::vector<QColor> out;
+  std::vector<bool> used(n, false);
+  for (const an::ChartSeries& s : c.series) {
+    if (s.other) {
+      out.emplace_back(0xa8, 0xa8, 0xb0);
+      continue;
+    }
+    size_t i = qHash(QString::fromStdString(s.key)) % n;
+    for (size_t tries = 0; tries < n && used[i]; ++tries) i = (i + 1) % n;
+    used[i] = true;
+    QColor col = palette[i];
+    if (out.size() >= n) col = col.darker(140);  // more series than colours
+    out.push_back(col);
+  }
+  return out;
 }
 
 double niceStep(double span, int ticks) {
@@ -92,8 +109,25 @@ void ChartCanvas::setLiveAt(std::optional<int64_t> t) {
 
 const an::Chart* ChartCanvas::chart() const { return charts_ ? &(*charts_)[kind_] : nullptr; }
 
+int ChartCanvas::legendColumns() const { return std::max(1, int((width() - kLeft - kRight) / kCell)); }
+
+double ChartCanvas::legendHeight() const {
+  const an::Chart* c = chart();
+  if (!c || !c->available) return 0;
+  const size_t cells = c->series.size() + 2;  // the title, the total, the series
+  const size_t rows = (cells + size_t(legendColumns()) - 1) / size_t(legendColumns());
+  return double(rows) * (QFontMetrics(legendFont()).height() + 2) + 6;
+}
+
+QFont ChartCanvas::legendFont() const {
+  QFont f = font();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.9));
+  return f;
+}
+
 QRectF ChartCanvas::plotRect() const {
-  return QRectF(kLeft, kTop, std::max(10.0, width() - kLeft - kRight), std::max(10.0, height() - kTop - kBottom));
+  const double top = kTop + legendHeight();
+  return QRectF(kLeft, top, std::max(10.0, width() - kLeft - kRight), std::max(10.0, height() - top - kBottom));
 }
 double ChartCanvas::xOf(int64_t t) const {
   QRectF r = plotRect();
@@ -202,9 +236,10 @@ void ChartCanvas::paintEvent(QPaintEvent*) {
   p.setClipRect(plot);
   p.setRenderHint(QPainter::Antialiasing);
   std::vector<double> base(hi - lo + 1, 0.0);
+  const std::vector<QColor> colors = seriesColors(*c);
   for (size_t i = 0; i < c->series.size(); ++i) {
     const an::ChartSeries& s = c->series[i];
-    const QColor color = seriesColor(s, int(i));
+    const QColor color = colors[i];
     QPolygonF upper;
     for (size_t k = lo; k <= hi; ++k) upper << QPointF(xOf(t[k]), yOf(double(s.values[k]) + (diff ? 0 : base[k - lo])));
     pointsDrawn_ += upper.size();
@@ -254,35 +289,38 @@ void ChartCanvas::paintEvent(QPaintEvent*) {
     p.drawLine(QPointF(xOf(t[*shown]), plot.top()), QPointF(xOf(t[*shown]), plot.bottom()));
   }
 
-  // The legend: each series with its value at the hovered point (else at the window's end), or
-  // with the selection's delta.
+  // The legend above the plot: each series with its value at the hovered point (else at the
+  // window's end).
   const size_t at = shown.value_or(hi);
-  QRectF legend(plot.right() + 10, plot.top(), kRight - 16, plot.height());
-  p.setPen(pal.color(QPalette::Text));
-  QFont bold = small;
+  p.setFont(legendFont());
+  const double line = QFontMetrics(legendFont()).height() + 2;
+  const int columns = legendColumns();
+  int cell = 0;
+  auto next = [&] {
+    QRectF r(kLeft + (cell % columns) * kCell, kTop + (cell / columns) * line, kCell - 12, line);
+    ++cell;
+    return r;
+  };
+  QFont bold = legendFont();
   bold.setBold(true);
   p.setFont(bold);
-  const double line = p.fontMetrics().height() + 2;
-  double y = legend.top();
+  p.setPen(pal.color(QPalette::Text));
   QString head = diff ? tr("%1, B \u2212 A").arg(kindTitle(kind_)) : kindTitle(kind_);
-  p.drawText(QRectF(legend.left(), y, legend.width(), line), Qt::AlignLeft | Qt::AlignVCenter,
-             tr("%1 at %2").arg(head, timeText(t[at])));
-  y += line;
-  p.setFont(small);
+  p.drawText(next(), Qt::AlignLeft | Qt::AlignVCenter, tr("%1 at %2").arg(head, timeText(t[at])));
+  p.setFont(legendFont());
   auto entry = [&](const QColor& color, const QString& label, int64_t v) {
-    if (y + line > legend.bottom()) return;
-    p.fillRect(QRectF(legend.left(), y + 3, 10, line - 6), color);
+    QRectF r = next();
+    p.fillRect(QRectF(r.left(), r.top() + 3, 10, line - 6), color);
     QString value = valueText(v);
     double vw = p.fontMetrics().horizontalAdvance(value);
     p.setPen(pal.color(QPalette::Text));
-    p.drawText(QRectF(legend.left() + 14, y, legend.width() - 18 - vw, line), Qt::AlignLeft | Qt::AlignVCenter,
-               p.fontMetrics().elidedText(label, Qt::ElideRight, int(legend.width() - 22 - vw)));
-    p.drawText(QRectF(legend.left(), y, legend.width(), line), Qt::AlignRight | Qt::AlignVCenter, value);
-    y += line;
+    p.drawText(QRectF(r.left() + 14, r.top(), r.width() - 18 - vw, line), Qt::AlignLeft | Qt::AlignVCenter,
+               p.fontMetrics().elidedText(label, Qt::ElideRight, int(r.width() - 22 - vw)));
+    p.drawText(r, Qt::AlignRight | Qt::AlignVCenter, value);
   };
   entry(pal.color(QPalette::Text), tr("total"), c->total[at]);
   for (size_t i = 0; i < c->series.size(); ++i)
-    entry(seriesColor(c->series[i], int(i)), QString::fromStdString(c->series[i].label), c->series[i].values[at]);
+    entry(colors[i], QString::fromStdString(c->series[i].label), c->series[i].values[at]);
 }
 
 void ChartCanvas::mousePressEvent(QMouseEvent* e) {

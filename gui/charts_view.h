@@ -63,6 +63,9 @@ class ChartCanvas : public QWidget {
   QSize sizeHint() const override { return {900, 420}; }
 
  private:
+  int legendColumns() const;
+  double legendHeight() const;  // the legend's rows above the plot
+  QFont legendFont() const;
   std::shared_ptr<const analyzer::SiteCharts> charts_;
   analyzer::ChartKind kind_ = analyzer::ChartKind::Consumed;
   int64_t v0_ = 0, v1_ = 1;

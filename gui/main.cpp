@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "analyzer/format.h"
+#include "gui/charts_view.h"
 #include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
