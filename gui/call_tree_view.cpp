@@ -67,10 +67,10 @@ QString rangeNote(const RangeData* range) {
   if (range->diff()) parts << QObject::tr("B \u2212 A per function: red growth, blue shrink.");
   if (range->live_at_ns) {
     if (range->peakFollows())
-      parts << QObject::tr("Peak column: what was live at %1 (%2); the other columns are whole-run values.")
+      parts << QObject::tr("Peak amounts: what was live at %1 (%2); the other amounts are whole-run values.")
                    .arg(dur(*range->live_at_ns), liveNote(*range));
     else
-      parts << QObject::tr("Live at %1 is not known for this recording (%2): the peak column is the whole run's.")
+      parts << QObject::tr("Live at %1 is not known for this recording (%2): the peak amounts are the whole run's.")
                    .arg(dur(*range->live_at_ns), QString::fromStdString(range->live.unavailable));
   } else if (range->ranged()) {
     QString span = QObject::tr("Selection %1 to %2").arg(dur(range->from_ns.value_or(0)),
