@@ -247,6 +247,10 @@ void applyLiveSet(std::vector<SiteCost>& costs, const LiveSet& live) {
     c.cost.peak = s->bytes;
     costs.push_back(std::move(c));
   }
+  // A site that held nothing then and made nothing in the range has no place in the trees.
+  std::erase_if(costs, [](const SiteCost& c) {
+    return !c.cost.peak && !c.cost.leaked && !c.cost.allocated && !c.cost.count && !c.cost.temporary;
+  });
 }
 
 }  // namespace memledger::analyzer

@@ -74,8 +74,8 @@ LiveSet rangePeak(const Recording& rec, int64_t from_ns, int64_t to_ns, const st
                   QueryControl& control);
 
 // Puts a live set into the trees' peak amount: every site of a space the set covers gets what it
-// held then (0 when nothing), live sites missing from `costs` are added. Nothing when the set is
-// not available.
+// held then (0 when nothing), live sites missing from `costs` are added, sites left with nothing
+// in any amount are removed. Nothing when the set is not available.
 void applyLiveSet(std::vector<SiteCost>& costs, const LiveSet& live);
 
 }  // namespace memledger::analyzer

@@ -63,6 +63,7 @@ void wireProgress(an::QueryControl& control, QPointer<Document> doc, uint64_t ge
 
 void Document::open(const QString& path) {
   cancel();
+  ++compareGeneration_;  // a comparison still loading was with the old recording
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
   const uint64_t gen = ++generation_;
   auto control = std::make_shared<an::QueryControl>();
@@ -104,10 +105,12 @@ void Document::open(const QString& path) {
           self->compare_.reset();
           self->show_ = Show::A;
           self->charts_.reset();
+          ++self->chartGeneration_;  // charts of the old recording still on the way are dropped
+          if (self->chartControl_) self->chartControl_->cancel();
+          self->chartsBusy_ = false;
           self->openSeconds_ = seconds;
-          emit self->opened();
+          emit self->opened();  // the Charts view asks for the new recording's charts
           self->startRange(out, std::nullopt, std::nullopt, true);
-          if (self->chartRequest_) self->startCharts();
         },
         Qt::QueuedConnection);
   }));

@@ -144,7 +144,8 @@ TEST(AnalyzerSiteChart, DemoConsumedByFunction) {
   EXPECT_LE(index, 64 * kMiB);
   EXPECT_EQ(index % kMiB, 0);
   int64_t highest = 0;
-  for (const SeriesPoint& p : memorySeries(rec)[0].series.points) highest = std::max(highest, p.value);
+  const std::vector<NamedSeries> series = memorySeries(rec);
+  for (const SeriesPoint& p : series[0].series.points) highest = std::max(highest, p.value);
   EXPECT_EQ(index + 768, highest);
   EXPECT_EQ(seriesOf(consumed, "build_index")->values.back(), 0);
   EXPECT_EQ(seriesOf(consumed, "fill_cache")->values.back(), 20480);
