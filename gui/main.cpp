@@ -13,6 +13,7 @@
 #include "analyzer/format.h"
 #include "gui/charts_view.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
 #include "gui/timeline_widget.h"
@@ -21,12 +22,13 @@ namespace {
 const char* kUsage =
     "usage: memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
-    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
+    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap), and the\n"
+    "                                             space of the range the fragmentation map shows first\n"
     "       [--at TIME]          the trees' peak column is what was live at TIME (\"1.5s\")\n"
     "       [--show a|b|diff]    with --compare: what the per-site views show (default diff)\n"
     "       [--chart consumed|allocations|allocated|temporary] [--group function|site]   the Charts view\n"
     "  NAME: summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes,\n"
-    "        suggestions, compare (FILE2 against FILE, with --compare)\n"
+    "        suggestions, compare (FILE2 against FILE, with --compare), fragmentation\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
 }
 
@@ -120,7 +122,10 @@ int main(int argc, char** argv) {
     window.resize(1400, 950);
     return memledger::gui::measureWindow(window, file);
   }
-  if (spaceGiven) window.document()->setSpace(space == "all" ? QString() : space);
+  if (spaceGiven) {
+    window.document()->setSpace(space == "all" ? QString() : space);
+    window.fragmentationView()->setPreferredSpace(space);
+  }
   if (!file.isEmpty()) window.openFile(file);
   if (screenshot.isEmpty()) return app.exec();
 
@@ -152,6 +157,12 @@ int main(int argc, char** argv) {
     if (shooting) return;
     shooting = true;
     window.showView(viewName);
+    // The fragmentation map reads its ranges when first shown: the shot waits for its layout.
+    if (auto* frag = window.fragmentationView(); viewName == "fragmentation" && !frag->isSettled() && !status) {
+      QObject::connect(frag, &memledger::gui::FragmentationView::settled, &window, [&] { grab(); },
+                       Qt::SingleShotConnection);
+      return;
+    }
     // The charts are asked for when their view shows: the shot waits for them.
     if (viewName == "charts" && !status && window.document()->data()) {
       QObject::connect(window.document(), &memledger::gui::Document::chartsChanged, &window, [&] { grab(); });

@@ -30,6 +30,7 @@
 #include "gui/leaks_view.h"
 #include "gui/sizes_view.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -54,6 +55,7 @@ MainWindow::MainWindow(QWidget* parent)
       sizes_(new SizesView(this)),
       compare_(new CompareView(this)),
       charts_(new ChartsView(doc_, this)),
+      fragmentation_(new FragmentationView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -78,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
   tabs_->addTab(compare_, tr("Co&mpare"));
+  tabs_->addTab(fragmentation_, tr("Fra&gmentation"));
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);
@@ -186,7 +189,7 @@ MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
   return {"summary", "timeline", "flamegraph", "charts", "bottom-up", "top-down", "caller-callee", "leaks", "sizes",
-          "suggestions", "compare"};
+          "suggestions", "compare", "fragmentation"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
@@ -200,6 +203,7 @@ QWidget* MainWindow::view(const QString& name) const {
   if (name == "leaks") return leaks_;
   if (name == "sizes") return sizes_;
   if (name == "compare") return compare_;
+  if (name == "fragmentation") return fragmentation_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -231,9 +235,14 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
-  for (int i = 0; i < tabs_->count(); ++i)
-    viewMenu->addAction(tabs_->tabText(i).remove('&'), QKeySequence(QString("Ctrl+%1").arg(i < 9 ? i + 1 : 0)), this,
-                        [this, i] { tabs_->setCurrentIndex(i); });
+  // Ctrl+1..9, then Ctrl+0 for the tenth, in tab order; the Charts have their own key (and Alt+H).
+  for (int i = 0, n = 0; i < tabs_->count(); ++i) {
+    QKeySequence key = tabs_->widget(i) == charts_ ? QKeySequence(tr("Ctrl+Shift+C"))
+                       : n < 10                    ? QKeySequence(QString("Ctrl+%1").arg((n + 1) % 10))
+                                                   : QKeySequence();
+    if (tabs_->widget(i) != charts_) ++n;
+    viewMenu->addAction(tabs_->tabText(i).remove('&'), key, this, [this, i] { tabs_->setCurrentIndex(i); });
+  }
   viewMenu->addSeparator();
   for (auto [show, key, text] : {std::tuple{Show::A, "Ctrl+Alt+A", tr("Show A")}, std::tuple{Show::B, "Ctrl+Alt+B", tr("Show B")},
                                  std::tuple{Show::Diff, "Ctrl+Alt+D", tr("Show B \u2212 A")}})
@@ -284,6 +293,7 @@ void MainWindow::onOpened() {
   timeline_->setData(data);
   summary_->setData(data, nullptr);
   suggestions_->setData(data);
+  fragmentation_->setData(data);
   peakMenu_->clear();
   for (const auto& s : data->series) {
     if (!s.series.exact_peak) continue;
@@ -377,6 +387,7 @@ bool MainWindow::exportView(const QString& path) {
   }
   if (current == flame_) return flame_->exportImage(path);
   if (current == charts_) return charts_->exportImage(path);
+  if (current == fragmentation_) return fragmentation_->exportImage(path);
   return grab().save(path);
 }
 

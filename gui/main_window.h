@@ -25,6 +25,7 @@ class SuggestionsView;
 class SizesView;
 class CompareView;
 class ChartsView;
+class FragmentationView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -33,7 +34,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes, suggestions, compare
+  // summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes, suggestions, compare,
+  // fragmentation
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -41,7 +43,7 @@ class MainWindow : public QMainWindow {
   TimelineWidget* timeline() const { return timeline_; }
   QString message() const { return message_->text(); }  // the welcome/error page's text
   bool showingError() const { return pages_->currentIndex() == 0 && !doc_->error().isEmpty(); }
-  // Exports the current view: PNG or SVG (flame graph) by the suffix; tables as CSV.
+  // Exports the current view: PNG or SVG (flame graph, fragmentation) by the suffix; tables as CSV.
   bool exportView(const QString& path);
   // Compares `path` (B) with the open recording (A) in the Compare view; false when none is open.
   bool compareWith(const QString& path);
@@ -51,6 +53,7 @@ class MainWindow : public QMainWindow {
   void showLiveAt(std::optional<int64_t> t);
   // A, B or B − A in every per-site view (only with a comparison open).
   void setShow(Show show);
+  FragmentationView* fragmentationView() const { return fragmentation_; }
 
  signals:
   void ready();  // the recording and the current range's trees are shown (or an error is)
@@ -81,6 +84,7 @@ class MainWindow : public QMainWindow {
   SizesView* sizes_;
   CompareView* compare_;
   ChartsView* charts_;
+  FragmentationView* fragmentation_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;
