@@ -416,7 +416,9 @@ ChartsView::ChartsView(Document* doc, QWidget* parent)
   connect(canvas_, &ChartCanvas::timeClicked, this, &ChartsView::timeClicked);
   connect(canvas_, &ChartCanvas::hoverText, this, &ChartsView::hoverText);
   connect(doc_, &Document::chartsChanged, this, [this] {
-    canvas_->setCharts(doc_->charts());
+    auto charts = doc_->charts();
+    if (charts && toEnd()) canvas_->setView(from_, std::max(to_ == INT64_MAX ? 0 : to_, charts->to_ns));
+    canvas_->setCharts(charts);
     updateCaption();
   });
   connect(doc_, &Document::rangeChanged, this, &ChartsView::onRange);
@@ -430,6 +432,8 @@ ChartsView::ChartsView(Document* doc, QWidget* parent)
     if (isVisible()) requestNow();
   });
 }
+
+bool ChartsView::toEnd() const { return to_ == INT64_MAX || (doc_->data() && to_ > doc_->data()->end_ns); }
 
 void ChartsView::setKind(an::ChartKind kind) {
   if (QAbstractButton* b = kinds_->button(int(kind))) b->setChecked(true);
@@ -451,7 +455,9 @@ void ChartsView::requestNow() {
   if (!doc_->data()) return;
   an::ChartRequest req;
   req.from_ns = from_;
-  req.to_ns = to_ == INT64_MAX ? doc_->data()->end_ns + 1 : to_;
+  // A window to the end of the run is to the end of whichever recording is shown (B may run
+  // longer than A, whose time axis the timeline has).
+  req.to_ns = toEnd() ? INT64_MAX : to_;
   req.max_points = size_t(std::max(50.0, canvas_->plotRect().width()));  // about one point per pixel
   req.top = size_t(top_->value());
   req.group = an::ChartGroup(group_->currentData().toInt());

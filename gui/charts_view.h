@@ -102,6 +102,7 @@ class ChartsView : public QWidget {
  private:
   void onRange();
   void updateCaption();
+  bool toEnd() const;  // the window reaches the end of the run
   Document* doc_;
   ChartCanvas* canvas_;
   QButtonGroup* kinds_;
