@@ -202,6 +202,14 @@ class RecordingBuilder {
     version_ = 4;
   }
 
+  // Makes the file a version 6 recording (site_buckets entries without frees). Call before adding
+  // site activity.
+  void versionSix() {
+    exec("PRAGMA user_version = 6;");
+    meta("schema_version", "6");
+    version_ = 6;
+  }
+
   // Makes the file a version 3 recording: a real `sites` table, one row per site.
   void versionThree() {
     exec("CREATE TABLE sites (stack_id INTEGER NOT NULL, kind TEXT NOT NULL, image_id INTEGER NOT NULL, "

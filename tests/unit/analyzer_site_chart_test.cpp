@@ -309,6 +309,36 @@ TEST(AnalyzerTreeDiff, LeakAgainstPeak) {
   EXPECT_EQ(minOf(consumed->values), -10000);
 }
 
+// A version 6 file (the last without frees per bucket): its 4-varint entries still read, the
+// allocations chart and a range's allocations from them; Consumed, Temporary and live sets are
+// not available.
+TEST(AnalyzerSiteChart, VersionSixReadsWithoutFrees) {
+  memledger::testing::RecordingBuilder b("chart-v6.db");
+  b.versionSix();
+  b.process({});
+  int64_t stack = b.stack(1, {{"six_alloc", "a.c", 1}});
+  b.site({.stack = stack, .alloc_count = 5, .alloc_bytes = 500, .peak_count = 5, .peak_bytes = 500});
+  b.siteActivity(1, 1000000, stack, 2, 200);
+  b.siteActivity(1, 5000000, stack, 3, 300);
+  Recording rec = Recording::open(b.finish());
+  EXPECT_EQ(rec.info().schema_version, 6);
+  ChartRequest req;
+  req.to_ns = 10000000;
+  req.max_points = 10;
+  SiteCharts charts = siteCharts(rec, req);
+  ASSERT_TRUE(charts[ChartKind::Allocations].available);
+  EXPECT_EQ(charts[ChartKind::Allocations].total, (std::vector<int64_t>{0, 0, 2, 2, 2, 2, 5, 5, 5, 5, 5}));
+  EXPECT_EQ(lastOf(charts[ChartKind::Allocated], "six_alloc"), 500);
+  EXPECT_FALSE(charts[ChartKind::Consumed].available);
+  EXPECT_NE(charts[ChartKind::Consumed].unavailable.find("schema 6"), std::string::npos);
+  EXPECT_FALSE(charts[ChartKind::Temporary].available);
+  EXPECT_FALSE(rangePeak(rec, 0, 3000000).available);
+  std::vector<SiteCost> costs = siteCosts(rec, 0, 3000000);
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_EQ(costs[0].cost.count, 2);
+  EXPECT_EQ(costs[0].cost.peak, 500);  // whole-run: the file cannot say more
+}
+
 // A file without frees per bucket (schema 6 and older): Consumed and Temporary are unavailable,
 // Allocations stay; live sets are not available and change nothing.
 TEST(AnalyzerSiteChart, OlderFilesHaveNoConsumed) {
