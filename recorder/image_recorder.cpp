@@ -14,7 +14,8 @@ using wire::RecordType;
 
 using kinds::opName;
 bool isReallocOp(uint8_t op) {
-  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray);
+  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray) ||
+         op == static_cast<uint8_t>(Op::PyMemRealloc) || op == static_cast<uint8_t>(Op::PyObjectRealloc);
 }
 }  // namespace
 
