@@ -347,7 +347,7 @@ ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
   uint16_t chain = isRealloc ? static_cast<uint16_t>(std::min<uint32_t>(th.reallocChain + 1u, 65535u)) : 0;
   uint32_t reallocOf = isRealloc ? th.reallocOf : 0;
   th.reallocPending = false;
-  th.lastAlloc = r.a;
+  (kinds::insideCountedMemory(r.kind) ? th.lastInsideAlloc : th.lastAlloc) = r.a;
 
   uint32_t account = accountOf(r.kind, r.tag);
   uint32_t site = siteFor(r.c, r.kind, account);
@@ -407,10 +407,11 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
     ThreadState* owner = (lastThread_ && lastTid_ == b.tid) ? lastThread_
                                                             : threads_.find(uint64_t{b.tid} + 1);
-    if (owner && owner->lastAlloc == addr) {
+    uint64_t* last = !owner ? nullptr : kinds::insideCountedMemory(s.kind) ? &owner->lastInsideAlloc : &owner->lastAlloc;
+    if (last && *last == addr) {
       ++s.temp_count;
       s.temp_bytes += size;
-      owner->lastAlloc = 0;
+      *last = 0;
     }
   }
   uint32_t reallocOf = takeReallocOf(b, addr);

@@ -18,7 +18,8 @@
 // - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
 //   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
-//   realloc's free is a resize, never a temporary.
+//   realloc's free is a resize, never a temporary. Python's objects (pyobject) and the other
+//   kinds are two separate "anything else": recording the objects changes no heap temporary.
 // - Accounts (schemas/kinds.h): every kind counts in one account of the image, an address space
 //   (0 host heap: malloc + new, 1 anonymous mmap, then device:N, pinned, managed as they appear)
 //   or a pool (custom blocks: in use inside memory already counted elsewhere). Each account has
@@ -175,6 +176,9 @@ class ImageRecorder final : public RecordSink {
   };
   struct ThreadState {
     uint64_t lastAlloc = 0;        // address of the thread's most recent allocation, 0 after it died
+    // The same for kinds inside counted memory (pyobject): apart, so that recording Python's
+    // objects leaves the other blocks' temporaries as they were.
+    uint64_t lastInsideAlloc = 0;
     bool reallocPending = false;   // the thread's last record was a realloc's free
     uint16_t reallocChain = 0;
     uint32_t reallocOf = 0;

@@ -48,7 +48,8 @@ std::vector<std::string> scriptFrames(const json& site) {
   std::vector<std::string> out;
   for (const auto& f : site.value("stack", json::array()))
     if (f["file"].is_string() && endsWith(f["file"].get<std::string>(), "/samples/python/small_objects.py"))
-      out.push_back(f.value("function", std::string("?")) + ":" + std::to_string(f.value("line", int64_t{0})));
+      out.push_back(f.value("function", std::string("?")) + ":" +
+                    (f["line"].is_number() ? std::to_string(f["line"].get<int64_t>()) : std::string("?")));
   return out;
 }
 
@@ -61,6 +62,13 @@ std::pair<int64_t, int64_t> amountAt(const json& sites, const std::string& kind,
       bytes += s["bytes"].get<int64_t>();
     }
   return {count, bytes};
+}
+
+// A site of `kind` at exactly `frames` with this count and these bytes.
+bool hasSite(const json& sites, const std::string& kind, const std::vector<std::string>& frames, int64_t count, int64_t bytes) {
+  for (const auto& s : sites)
+    if (s["kind"] == kind && scriptFrames(s) == frames && s["count"] == count && s["bytes"] == bytes) return true;
+  return false;
 }
 
 std::string describe(const json& sites) {
@@ -100,11 +108,14 @@ const std::vector<std::string> kMakeSmall = {"make_small:9", "<module>:24"};
 const std::vector<std::string> kMakeBig = {"make_big:14", "<module>:25"};
 const std::vector<std::string> kChurn = {"churn:20", "<module>:26"};
 
-// The facts every interpreter must show (python: its path).
-void checkSmallObjects(const std::string& python) {
+// The facts every interpreter must show (python: its path). top: the leak sites listed. Debian's
+// python3.11 has ~1,500 of them and all are read, so that "none at this line" is exact; pyenv's
+// 3.11 has ~11,000, which take a minute to list with their stacks on a loaded machine, so there the
+// largest 500 are read (the kept objects and the big blocks are among them).
+void checkSmallObjects(const std::string& python, const std::string& top = "500") {
   Recorded with = recordScript(python, true);
   ASSERT_EQ(with.program.status, 0) << with.program.err;
-  json r = reportJson(with.db, {"--top", "100000"});
+  json r = reportJson(with.db, {"--top", top});
   const json& leaks = r["leaks"];
 
   // 10,000 bytes(100) kept in a global: 133 bytes each from pymalloc, at make_small:9, counted when
@@ -121,11 +132,23 @@ void checkSmallObjects(const std::string& python) {
   // The objects are listed but not added to the leak totals: their memory is the arenas, which
   // are mmap leaks of the same process.
   ASSERT_TRUE(leaks.contains("pool_blocks")) << leaks.dump().substr(0, 400);
-  int64_t listed = 0;
+  int64_t listed = 0, listedSites = 0;
   for (const auto& s : leaks["sites"])
-    if (s["kind"] == "pyobject") listed += s["bytes"].get<int64_t>();
-  EXPECT_EQ(leaks["pool_blocks"]["bytes"].get<int64_t>(), listed);
+    if (s["kind"] == "pyobject") {
+      listed += s["bytes"].get<int64_t>();
+      ++listedSites;
+    }
+  if (leaks["sites"].size() == leaks["site_count"].get<size_t>()) {  // every site listed
+    EXPECT_EQ(leaks["pool_blocks"]["bytes"].get<int64_t>(), listed);
+    EXPECT_EQ(leaks["pool_blocks"]["site_count"].get<int64_t>(), listedSites);
+  }
+  EXPECT_GE(leaks["pool_blocks"]["bytes"].get<int64_t>(), listed);
   EXPECT_GE(listed, 1330000);
+  // The totals hold every other listed site, exactly.
+  int64_t others = 0;
+  for (const auto& s : leaks["sites"])
+    if (s["kind"] != "pyobject") others += s["bytes"].get<int64_t>();
+  if (leaks["sites"].size() == leaks["site_count"].get<size_t>()) EXPECT_EQ(leaks["bytes"].get<int64_t>(), others);
 
   // Their own account: the pool "pymalloc", in the mmap space, of kind pyobject; its peak holds
   // the kept objects (and the temporaries' one at a time, and the interpreter's own).
@@ -140,11 +163,12 @@ void checkSmallObjects(const std::string& python) {
 
   // Asked for by kind: every allocation of the temporaries at churn:20 (100,000 of 83 bytes) and
   // of the kept objects, from the phase's sites; the totals are the pool's blocks.
-  json byKind = reportJson(with.db, {"--kind", "pyobject", "--top", "100000"});
+  json byKind = reportJson(with.db, {"--kind", "pyobject", "--top", "50"});
   ASSERT_EQ(byKind["phases"].size(), 1u);
   const json& made = byKind["phases"][0]["top_sites"];
   EXPECT_EQ(amountAt(made, "pyobject", kChurn), std::make_pair(int64_t{100000}, int64_t{100000 * 83})) << describe(made);
-  EXPECT_EQ(amountAt(made, "pyobject", kMakeSmall), std::make_pair(int64_t{10000}, int64_t{1330000})) << describe(made);
+  // (make_small:9 also grew the list's item array, from pymalloc while it was small: its own site.)
+  EXPECT_TRUE(hasSite(made, "pyobject", kMakeSmall, 10000, 1330000)) << describe(made);
   EXPECT_GE(byKind["totals"]["by_kind"]["pyobject"]["allocations"].get<int64_t>(), 110000);
   EXPECT_EQ(amountAt(byKind["leaks"]["sites"], "pyobject", kMakeSmall).first, 10000);
   // The exports carry them too: folded stacks through churn (its ints and its bytes objects),
@@ -158,7 +182,7 @@ void checkSmallObjects(const std::string& python) {
   // Without the option: the same heap and the same leak totals, and no pyobject at all.
   Recorded without = recordScript(python, false);
   ASSERT_EQ(without.program.status, 0) << without.program.err;
-  json w = reportJson(without.db, {"--top", "100000"});
+  json w = reportJson(without.db, {"--top", top});
   EXPECT_EQ(w["peak"]["bytes"], r["peak"]["bytes"]);
   EXPECT_EQ(w["totals"], r["totals"]);
   EXPECT_EQ(w["leaks"]["count"], leaks["count"]);
@@ -174,7 +198,7 @@ void checkSmallObjects(const std::string& python) {
 
 TEST(PythonAllocators, DebianPython311) {
   if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
-  checkSmallObjects("/usr/bin/python3");
+  checkSmallObjects("/usr/bin/python3", "100000");
 }
 
 TEST(PythonAllocators, PyenvPython311) {
@@ -222,8 +246,7 @@ TEST(PythonAllocators, PythonmallocMallocLeavesEverythingToTheHeap) {
   rec.program = run({memledgerBinary(), "record", "-o", rec.db, "--python-allocators", "--", "/usr/bin/python3", script()}, o);
   ASSERT_EQ(rec.program.status, 0) << rec.program.err;
   json r = reportJson(rec.db, {"--top", "100000"});
-  EXPECT_EQ(amountAt(r["leaks"]["sites"], "malloc", kMakeSmall), std::make_pair(int64_t{10000}, int64_t{1330000}))
-      << describe(r["leaks"]["sites"]);
+  EXPECT_TRUE(hasSite(r["leaks"]["sites"], "malloc", kMakeSmall, 10000, 1330000)) << describe(r["leaks"]["sites"]);
   for (const auto& s : r["leaks"]["sites"]) EXPECT_NE(s["kind"], "pyobject") << s.dump().substr(0, 300);
 }
 
