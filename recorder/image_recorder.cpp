@@ -44,8 +44,9 @@ ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOpt
 // The live set is the one structure too large for the cache (python3 building a dict: millions
 // of blocks); the site and thread tables are small and stay hot.
 void ImageRecorder::prefetch(const wire::Record& ahead) {
-  if ((ahead.kind != AllocKind::Malloc && ahead.kind != AllocKind::New) || ahead.a == 0) return;
-  if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
+  if ((ahead.type != RecordType::Alloc && ahead.type != RecordType::Free) || ahead.a == 0) return;
+  if (ahead.kind == AllocKind::Malloc || ahead.kind == AllocKind::New) heap_.prefetch(ahead.a);
+  else if (ahead.kind == AllocKind::PyObject && pyBlocks_) pyBlocks_->prefetch(ahead.a);
 }
 
 void ImageRecorder::onRecord(const Decoded& r) {

@@ -93,7 +93,9 @@ class ImageRecorder final : public RecordSink {
   void onRecord(const Decoded& r) override;
   void prefetch(const wire::Record& ahead) override;
   // A live set past ~1 MiB of table no longer sits in L2: from there each event would miss.
-  bool wantsPrefetch() const override { return heap_.size() >= kPrefetchLiveBlocks; }
+  bool wantsPrefetch() const override {
+    return heap_.size() >= kPrefetchLiveBlocks || (pyBlocks_ && pyBlocks_->size() >= kPrefetchLiveBlocks);
+  }
   static constexpr uint32_t kNoGlobal = UINT32_MAX;
   static constexpr size_t kPrefetchLiveBlocks = 16384;
 
@@ -239,6 +241,9 @@ class ImageRecorder final : public RecordSink {
     return otherAccount(kind, tag);
   }
   uint32_t otherAccount(wire::AllocKind kind, uint32_t tag);
+  // The pool "pymalloc"'s live blocks (record --python-allocators), once it exists: Python's
+  // objects are most of such a run's events, prefetched as the heap's are.
+  FlatMap<LiveBlock, true>* pyBlocks_ = nullptr;
   FlatMap<LiveBlock, true>& blocksOf(uint32_t account) {
     return account == kHeap ? heap_ : *accounts_[account].blocks;
   }

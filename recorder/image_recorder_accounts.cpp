@@ -35,6 +35,7 @@ uint32_t ImageRecorder::otherAccount(AllocKind kind, uint32_t tag) {
       if (kind == AllocKind::PyObject) {
         a.name = "pymalloc";
         a.space = kinds::spaceName(k.space);
+        pyBlocks_ = a.blocks.get();
       }
     } else {
       a.space = kinds::spaceName(k.space);
@@ -92,6 +93,7 @@ void ImageRecorder::closeAccounts() {
     }
     a.blocks.reset();
   }
+  pyBlocks_ = nullptr;
 }
 
 void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const {
