@@ -250,6 +250,20 @@ TEST(PythonAllocators, PythonmallocMallocLeavesEverythingToTheHeap) {
   for (const auto& s : r["leaks"]["sites"]) EXPECT_NE(s["kind"], "pyobject") << s.dump().substr(0, 300);
 }
 
+// -X dev puts CPython's debug hooks under the wrappers (they allocate with a header and guards,
+// and hand out a pointer inside the block): the objects keep their own sizes, and a block the
+// hooks got from malloc is still heap only.
+TEST(PythonAllocators, DebugHooksUnderTheWrappers) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  Recorded rec = recordScript("/usr/bin/python3", true, {"-X", "dev", script()});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json r = reportJson(rec.db, {"--top", "100000"});
+  const json& sites = r["leaks"]["sites"];
+  EXPECT_TRUE(hasSite(sites, "pyobject", kMakeSmall, 10000, 1330000)) << describe(sites);
+  EXPECT_EQ(amountAt(sites, "pyobject", kMakeBig).first, 0) << describe(sites);
+  EXPECT_EQ(amountAt(sites, "malloc", kMakeBig).first, 100) << describe(sites);
+}
+
 // A program that is not Python is recorded exactly as without the option.
 TEST(PythonAllocators, NonPythonProgramUnaffected) {
   Recorded plain = record(sample("demo_leaky_peaky"));
