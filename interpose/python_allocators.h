@@ -12,7 +12,7 @@
 // ThreadState::pyWrap), and the wrapper records only a block the heap did not hand out.
 //
 // Installed once the interpreter is initialized, by the first recorded event of a thread that
-// holds the GIL (Py_IsInitialized and PyGILState_Check, both plain loads): the documented way to
+// holds the GIL (Py_IsInitialized, then PyGILState_Check: neither locks nor allocates): the documented way to
 // wrap the allocators of a running interpreter, and one that PYTHONMALLOC and -X dev, which
 // replace the allocators while the interpreter starts, cannot undo. Objects made before that and
 // freed later are unknown frees of the process (processes.unknown_frees), not an error.
