@@ -12,9 +12,9 @@
 // ThreadState::pyWrap), and the wrapper records only a block the heap did not hand out.
 //
 // Installed once the interpreter is initialized, by the first recorded event of a thread that
-// holds the GIL (Py_IsInitialized, then PyGILState_Check: neither locks nor allocates): the documented way to
-// wrap the allocators of a running interpreter, and one that PYTHONMALLOC and -X dev, which
-// replace the allocators while the interpreter starts, cannot undo. Objects made before that and
+// holds the GIL (Py_IsInitialized, then PyGILState_Check: neither locks nor allocates): the
+// documented way to wrap the allocators of a running interpreter, and one that PYTHONMALLOC and
+// -X dev, which replace the allocators while the interpreter starts, cannot undo. Objects made before that and
 // freed later are unknown frees of the process (processes.unknown_frees), not an error.
 //
 // Why the wrapper's records are made after the wrapped call returned (a free too, where the
