@@ -160,7 +160,9 @@ int cmdRecord(int argc, char** argv) {
 
   // The preload library reads it in every process of the tree (interpose/python_frames.h).
   if (noPython) setenv("MEMLEDGER_PYTHON", "0", 1);
-  if (pythonAllocators) setenv("MEMLEDGER_PYTHON_ALLOCATORS", "1", 1);
+  // Set either way: the program's environment is then the same with and without the option (one
+  // variable more can grow os.environ's dict, a heap block that would differ).
+  setenv("MEMLEDGER_PYTHON_ALLOCATORS", pythonAllocators ? "1" : "0", 1);
   recorder::SessionOptions opt;
   opt.argv = program;
   opt.programPath = programPath;
