@@ -12,6 +12,7 @@
 
 #include "analyzer/format.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
 #include "gui/timeline_widget.h"
@@ -20,9 +21,10 @@ namespace {
 const char* kUsage =
     "usage: memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
-    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
+    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap), and the\n"
+    "                                             space of the range the fragmentation map shows first\n"
     "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, sizes,\n"
-    "        suggestions, compare (FILE2 against FILE, with --compare)\n"
+    "        suggestions, compare (FILE2 against FILE, with --compare), fragmentation\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
 }
 
@@ -94,7 +96,10 @@ int main(int argc, char** argv) {
     window.resize(1400, 950);
     return memledger::gui::measureWindow(window, file);
   }
-  if (spaceGiven) window.document()->setSpace(space == "all" ? QString() : space);
+  if (spaceGiven) {
+    window.document()->setSpace(space == "all" ? QString() : space);
+    window.fragmentationView()->setPreferredSpace(space);
+  }
   if (!file.isEmpty()) window.openFile(file);
   if (screenshot.isEmpty()) return app.exec();
 
@@ -103,6 +108,12 @@ int main(int argc, char** argv) {
   int status = 0;
   std::function<void()> shoot = [&] {
     window.showView(viewName);
+    // The fragmentation map reads its ranges when first shown: the shot waits for its layout.
+    if (auto* frag = window.fragmentationView(); viewName == "fragmentation" && !frag->isSettled() && !status) {
+      QObject::connect(frag, &memledger::gui::FragmentationView::settled, &window, [&] { shoot(); },
+                       Qt::SingleShotConnection);
+      return;
+    }
     QTimer::singleShot(50, &window, [&] {
       QWidget* target = viewName == "timeline" ? window.view("timeline") : static_cast<QWidget*>(&window);
       if (!target->grab().save(screenshot)) {

@@ -28,6 +28,7 @@
 #include "gui/leaks_view.h"
 #include "gui/sizes_view.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -51,6 +52,7 @@ MainWindow::MainWindow(QWidget* parent)
       leaks_(new LeaksView(this)),
       sizes_(new SizesView(this)),
       compare_(new CompareView(this)),
+      fragmentation_(new FragmentationView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -74,6 +76,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
   tabs_->addTab(compare_, tr("Co&mpare"));
+  tabs_->addTab(fragmentation_, tr("Fra&gmentation"));
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);
@@ -157,7 +160,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
-  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions", "compare"};
+  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions", "compare", "fragmentation"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
@@ -170,6 +173,7 @@ QWidget* MainWindow::view(const QString& name) const {
   if (name == "leaks") return leaks_;
   if (name == "sizes") return sizes_;
   if (name == "compare") return compare_;
+  if (name == "fragmentation") return fragmentation_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -201,9 +205,9 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
-  for (int i = 0; i < tabs_->count(); ++i)
-    viewMenu->addAction(tabs_->tabText(i).remove('&'), QKeySequence(QString("Ctrl+%1").arg(i + 1)), this,
-                        [this, i] { tabs_->setCurrentIndex(i); });
+  for (int i = 0; i < tabs_->count(); ++i)  // Ctrl+1..9, then Ctrl+0 for the tenth
+    viewMenu->addAction(tabs_->tabText(i).remove('&'), i < 10 ? QKeySequence(QString("Ctrl+%1").arg((i + 1) % 10)) : QKeySequence(),
+                        this, [this, i] { tabs_->setCurrentIndex(i); });
   viewMenu->addSeparator();
   viewMenu->addAction(tr("Clear time selection"), QKeySequence(tr("Ctrl+Shift+A")), this, [this] {
     timeline_->setSelection(std::nullopt, std::nullopt);
@@ -243,6 +247,7 @@ void MainWindow::onOpened() {
   timeline_->setData(data);
   summary_->setData(data, nullptr);
   suggestions_->setData(data);
+  fragmentation_->setData(data);
   peakMenu_->clear();
   for (const auto& s : data->series) {
     if (!s.series.exact_peak) continue;
@@ -320,6 +325,7 @@ bool MainWindow::exportView(const QString& path) {
     return f.write(tableCsv(*model).toUtf8()) >= 0;
   }
   if (current == flame_) return flame_->exportImage(path);
+  if (current == fragmentation_) return fragmentation_->exportImage(path);
   return grab().save(path);
 }
 

@@ -24,6 +24,7 @@ class LeaksView;
 class SuggestionsView;
 class SizesView;
 class CompareView;
+class FragmentationView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -32,7 +33,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions, compare
+  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions, compare,
+  // fragmentation
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -40,11 +42,12 @@ class MainWindow : public QMainWindow {
   TimelineWidget* timeline() const { return timeline_; }
   QString message() const { return message_->text(); }  // the welcome/error page's text
   bool showingError() const { return pages_->currentIndex() == 0 && !doc_->error().isEmpty(); }
-  // Exports the current view: PNG or SVG (flame graph) by the suffix; tables as CSV.
+  // Exports the current view: PNG or SVG (flame graph, fragmentation) by the suffix; tables as CSV.
   bool exportView(const QString& path);
   // Compares `path` (B) with the open recording (A) in the Compare view; false when none is open.
   bool compareWith(const QString& path);
   CompareView* compareView() const { return compare_; }
+  FragmentationView* fragmentationView() const { return fragmentation_; }
 
  signals:
   void ready();  // the recording and the current range's trees are shown (or an error is)
@@ -74,6 +77,7 @@ class MainWindow : public QMainWindow {
   LeaksView* leaks_;
   SizesView* sizes_;
   CompareView* compare_;
+  FragmentationView* fragmentation_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;
