@@ -297,6 +297,11 @@ struct Leaks {
   // With a time filter on a file whose finalization snapshot keeps no allocation times (written
   // before python_finalize_sites.t_ns): these Python processes' leaks are blocks live at exit.
   int64_t python_exit_rule_processes = 0;
+  // Blocks of kinds that live inside memory these totals already count (schemas/kinds.h,
+  // insideCountedMemory: Python's objects inside pymalloc's arenas, which are mmap blocks): their
+  // sites are listed with the others, their amounts are not in count and bytes, only here.
+  int64_t pool_count = 0, pool_bytes = 0;
+  size_t pool_site_count = 0;
   LeakKindAmounts kinds{};        // heap leaks per leak kind, over all sites (before the cut)
   bool scanned = false;           // some process of the recording had its exit scan
 };

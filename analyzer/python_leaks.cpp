@@ -82,11 +82,12 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
       out.sites.push_back(std::move(s));
     }
     // What finalization left: the blocks live at exit (with a time filter, those allocated in
-    // the range: each has its row).
-    Statement l(rec, byTime ? ("SELECT count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? AND "
-                               "t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" + kindCond).c_str()
-                            : ("SELECT coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites "
-                               "WHERE image_id = ?" + kindCond).c_str());
+    // the range: each has its row), per kind: pool blocks inside memory counted elsewhere
+    // (pyobject) are not added (sites.cpp).
+    Statement l(rec, byTime ? ("SELECT kind, count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? "
+                               "AND t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" + kindCond + " GROUP BY kind").c_str()
+                            : ("SELECT kind, coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites "
+                               "WHERE image_id = ?" + kindCond + " GROUP BY kind").c_str());
     arg = 1;
     l.bind(arg++, image);
     if (byTime) {
@@ -94,9 +95,10 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
       l.bind(arg++, to);
     }
     if (filter.kind) l.bind(arg++, *filter.kind);
-    if (l.step()) {
-      out.finalization_left_count += l.i64(0);
-      out.finalization_left_bytes += l.i64(1);
+    while (l.step()) {
+      if (insideCountedMemory(l.text(0))) continue;
+      out.finalization_left_count += l.i64(1);
+      out.finalization_left_bytes += l.i64(2);
     }
   }
   return " AND image_id NOT IN (" + skip + ")";

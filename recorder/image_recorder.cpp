@@ -14,7 +14,8 @@ using wire::RecordType;
 
 using kinds::opName;
 bool isReallocOp(uint8_t op) {
-  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray);
+  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray) ||
+         op == static_cast<uint8_t>(Op::PyMemRealloc) || op == static_cast<uint8_t>(Op::PyObjectRealloc);
 }
 }  // namespace
 
@@ -43,8 +44,9 @@ ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOpt
 // The live set is the one structure too large for the cache (python3 building a dict: millions
 // of blocks); the site and thread tables are small and stay hot.
 void ImageRecorder::prefetch(const wire::Record& ahead) {
-  if ((ahead.kind != AllocKind::Malloc && ahead.kind != AllocKind::New) || ahead.a == 0) return;
-  if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
+  if ((ahead.type != RecordType::Alloc && ahead.type != RecordType::Free) || ahead.a == 0) return;
+  if (ahead.kind == AllocKind::Malloc || ahead.kind == AllocKind::New) heap_.prefetch(ahead.a);
+  else if (ahead.kind == AllocKind::PyObject && pyBlocks_) pyBlocks_->prefetch(ahead.a);
 }
 
 void ImageRecorder::onRecord(const Decoded& r) {
@@ -281,17 +283,36 @@ void ImageRecorder::flushBucket() {
   bucketEntries_.clear();
   for (uint32_t i : bucketSites_) {
     Site& s = sites_[i];
-    bucketEntries_.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.bucket_allocs, s.bucket_bytes});
-    s.bucket_allocs = 0;
-    s.bucket_bytes = 0;
+    bucketEntries_.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.bucket_allocs,
+                              s.bucket_bytes, s.bucket_frees, s.bucket_freed_bytes, s.bucket_temps});
+    s.bucket_allocs = s.bucket_bytes = s.bucket_frees = s.bucket_freed_bytes = s.bucket_temps = 0;
+    s.bucket_listed = false;
   }
   db_.insertSiteTimeline(id_, row.t_ns, bucketEntries_);
   bucketSites_.clear();
 }
 
-ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+ML_HOT void ImageRecorder::listInBucket(uint32_t site) {
   Site& s = sites_[site];
-  if (s.bucket_allocs == 0) bucketSites_.push_back(site);
+  if (!s.bucket_listed) {
+    s.bucket_listed = true;
+    bucketSites_.push_back(site);
+  }
+}
+
+// A free (or the part of a mapping unmapped) in the current bucket: what each site held at any
+// bucket's end is then its allocations minus its frees so far (schema 7).
+ML_HOT void ImageRecorder::countFreeInBucket(uint32_t site, uint64_t frees, uint64_t bytes, bool temporary) {
+  listInBucket(site);
+  Site& s = sites_[site];
+  s.bucket_frees += frees;
+  s.bucket_freed_bytes += bytes;
+  s.bucket_temps += temporary ? 1 : 0;
+}
+
+ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+  listInBucket(site);
+  Site& s = sites_[site];
   ++s.bucket_allocs;
   s.bucket_bytes += size;
   // The curve's counts are the heap's, as its live bytes are (version 5): a phase's allocated
@@ -349,7 +370,7 @@ ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
   uint16_t chain = isRealloc ? static_cast<uint16_t>(std::min<uint32_t>(th.reallocChain + 1u, 65535u)) : 0;
   uint32_t reallocOf = isRealloc ? th.reallocOf : 0;
   th.reallocPending = false;
-  th.lastAlloc = r.a;
+  (kinds::insideCountedMemory(r.kind) ? th.lastInsideAlloc : th.lastAlloc) = r.a;
 
   uint32_t account = accountOf(r.kind, r.tag);
   uint32_t site = siteFor(r.c, r.kind, account);
@@ -406,15 +427,19 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   s.cur_bytes -= size;
   s.lifetime_ns_sum += lifetime;
   // A realloc is a resize, not a short use: it never makes the old block a temporary.
+  bool temporary = false;
   if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
     ThreadState* owner = (lastThread_ && lastTid_ == b.tid) ? lastThread_
                                                             : threads_.find(uint64_t{b.tid} + 1);
-    if (owner && owner->lastAlloc == addr) {
+    uint64_t* last = !owner ? nullptr : kinds::insideCountedMemory(s.kind) ? &owner->lastInsideAlloc : &owner->lastAlloc;
+    if (last && *last == addr) {
       ++s.temp_count;
       s.temp_bytes += size;
-      owner->lastAlloc = 0;
+      *last = 0;
+      temporary = true;
     }
   }
+  countFreeInBucket(b.site, 1, size, temporary);
   uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
@@ -494,6 +519,7 @@ void ImageRecorder::unmapRange(uint64_t addr, uint64_t len, uint64_t t) {
     m.remaining -= removed;
     site.freed_bytes += removed;
     site.cur_bytes -= removed;
+    countFreeInBucket(m.site, m.remaining == 0 ? 1 : 0, removed, false);  // counted as freed when all of it went
     accountChanged(kMmap, -static_cast<int64_t>(removed), t);
     if (m.remaining == 0) endMapping(mi, t);
     if (e > hi) break;  // hi == end: nothing further can overlap

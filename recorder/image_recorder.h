@@ -18,7 +18,8 @@
 // - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
 //   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
-//   realloc's free is a resize, never a temporary.
+//   realloc's free is a resize, never a temporary. Python's objects (pyobject) and the other
+//   kinds are two separate "anything else": recording the objects changes no heap temporary.
 // - Accounts (schemas/kinds.h): every kind counts in one account of the image, an address space
 //   (0 host heap: malloc + new, 1 anonymous mmap, then device:N, pinned, managed as they appear)
 //   or a pool (custom blocks: in use inside memory already counted elsewhere). Each account has
@@ -80,9 +81,13 @@ struct Site {
   // the same for the recording's simultaneous peak of its space (gstamp: that space's epoch).
   uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
   uint64_t at_gpeak_count = 0, at_gpeak_bytes = 0, gstamp = 0;
-  // Allocations in the current timeline bucket (a `site_timeline` entry when it is flushed).
+  // Activity in the current timeline bucket (a `site_buckets` entry when it is flushed):
+  // allocations, frees (schema 7) and temporaries (counted at their free); listed: the site is in
+  // bucketSites_.
   uint64_t bucket_bytes = 0;
   uint64_t bucket_allocs = 0;
+  uint64_t bucket_frees = 0, bucket_freed_bytes = 0, bucket_temps = 0;
+  bool bucket_listed = false;
 };
 
 class ImageRecorder final : public RecordSink {
@@ -92,7 +97,9 @@ class ImageRecorder final : public RecordSink {
   void onRecord(const Decoded& r) override;
   void prefetch(const wire::Record& ahead) override;
   // A live set past ~1 MiB of table no longer sits in L2: from there each event would miss.
-  bool wantsPrefetch() const override { return heap_.size() >= kPrefetchLiveBlocks; }
+  bool wantsPrefetch() const override {
+    return heap_.size() >= kPrefetchLiveBlocks || (pyBlocks_ && pyBlocks_->size() >= kPrefetchLiveBlocks);
+  }
   static constexpr uint32_t kNoGlobal = UINT32_MAX;
   static constexpr size_t kPrefetchLiveBlocks = 16384;
 
@@ -175,6 +182,9 @@ class ImageRecorder final : public RecordSink {
   };
   struct ThreadState {
     uint64_t lastAlloc = 0;        // address of the thread's most recent allocation, 0 after it died
+    // The same for kinds inside counted memory (pyobject): apart, so that recording Python's
+    // objects leaves the other blocks' temporaries as they were.
+    uint64_t lastInsideAlloc = 0;
     bool reallocPending = false;   // the thread's last record was a realloc's free
     uint16_t reallocChain = 0;
     uint32_t reallocOf = 0;
@@ -235,6 +245,9 @@ class ImageRecorder final : public RecordSink {
     return otherAccount(kind, tag);
   }
   uint32_t otherAccount(wire::AllocKind kind, uint32_t tag);
+  // The pool "pymalloc"'s live blocks (record --python-allocators), once it exists: Python's
+  // objects are most of such a run's events, prefetched as the heap's are.
+  FlatMap<LiveBlock, true>* pyBlocks_ = nullptr;
   FlatMap<LiveBlock, true>& blocksOf(uint32_t account) {
     return account == kHeap ? heap_ : *accounts_[account].blocks;
   }
@@ -264,6 +277,8 @@ class ImageRecorder final : public RecordSink {
   }
   void flushBucket();
   ML_HOT void countInBucket(uint32_t site, uint64_t size);
+  ML_HOT void countFreeInBucket(uint32_t site, uint64_t frees, uint64_t bytes, bool temporary);
+  ML_HOT void listInBucket(uint32_t site);
   void splitBucketAt(uint64_t t);
   ML_HOT void accountChanged(uint32_t account, int64_t delta, uint64_t t);
   void globalChanged(uint32_t global, int64_t delta, uint64_t t);
@@ -369,8 +384,8 @@ class ImageRecorder final : public RecordSink {
   Bucket bucket_;
   uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)
   uint64_t quietUntil_ = 0;  // before this, an event needs nothing of bucketAt (bucketEnd_, next sample)
-  std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
-  std::vector<SiteBucketEntry> bucketEntries_;  // their site_timeline entries when it is flushed
+  std::vector<uint32_t> bucketSites_;  // sites that allocated or freed in the current bucket
+  std::vector<SiteBucketEntry> bucketEntries_;  // their site_buckets entries when it is flushed
   struct Sample {
     uint64_t t, rss;
     std::optional<uint64_t> anon;
