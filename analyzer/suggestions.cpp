@@ -79,12 +79,34 @@ std::string where(const Stack& stack, bool pythonOwned = false) {
   std::string text = frameText(*f);
   auto paren = text.rfind(" (");
   if (paren != std::string::npos) out += text.substr(paren);
-  // A Python line that called an extension's code which allocated: say whose code that was.
-  if (isPythonFrame(*f) && !pythonSiteFrame(stack) && !stack.empty() && stack.front().module) {
-    auto slash = stack.front().module->rfind('/');
-    out += " in " + stack.front().module->substr(slash == std::string::npos ? 0 : slash + 1);
-  }
+  // A Python line that called an extension's code which allocated: say whose code that was (the
+  // innermost module that is not the interpreter's: a Python object an extension made comes
+  // through the interpreter's allocator, PyObject_Malloc).
+  if (isPythonFrame(*f) && !pythonSiteFrame(stack))
+    for (const Frame& native : stack) {
+      if (isPythonFrame(native)) break;
+      if (!native.module || isInterpreterModule(*native.module)) continue;
+      auto slash = native.module->rfind('/');
+      out += " in " + native.module->substr(slash == std::string::npos ? 0 : slash + 1);
+      break;
+    }
   return out;
+}
+
+// Python's small objects (kind pyobject, record --python-allocators) come from pymalloc, which is
+// already a pool of same-size blocks with free lists: a loop that makes and drops a tuple or an
+// int costs no allocator call, and the heap's advice (a free list, a pool, one reused buffer) is
+// what pymalloc does. What a program can change about them is how many it keeps and how it
+// builds a value, in Python.
+bool isPyObject(const std::string& kind) { return kind == "pyobject"; }
+
+// The interpreter's own work (its start-up, the import system, its C code with no Python code
+// running: pythonRuntimeClass) named by no Python line of the program's: nothing its code can
+// change. A module of the program's whose top-level code runs while it is imported keeps advice.
+bool interpreterOwnWork(const Stack& stack, const std::string& kind) {
+  if (!pythonRuntimeClass(stack, kind)) return false;
+  const Frame* py = firstPythonFrame(stack);
+  return !py || isLibraryPython(*py);
 }
 
 std::string percent(double v) {
@@ -160,13 +182,18 @@ nlohmann::json evidenceOf(PatternKind kind, const Site& s, int64_t processes) {
   switch (kind) {
     case PatternKind::ReallocGrowth: {
       int64_t steps = std::max<int64_t>(1, s.max_realloc_chain);
+      // Rounded, and at least a byte when it grew: a str extended by one character at a time has
+      // a chain one step longer than its sizes here (its first steps were pymalloc's), which
+      // truncated to "0 bytes a step".
+      int64_t grown = s.max_size - s.min_size;
+      int64_t growthBytes = grown > 0 ? std::max<int64_t>(1, (grown + steps / 2) / steps) : 0;
       e = {{"alloc_count", s.alloc_count},
            {"alloc_bytes", s.alloc_bytes},
            {"realloc_count", s.realloc_count},
            {"max_realloc_chain", s.max_realloc_chain},
            {"min_size", s.min_size},
            {"max_size", s.max_size},
-           {"growth_bytes", (s.max_size - s.min_size) / steps},
+           {"growth_bytes", growthBytes},
            {"growth_factor", growthOf(s).factor},
            {"sum_vs_linear", growthOf(s).sum_vs_linear}};
       break;
@@ -268,7 +295,9 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     const bool pythonOwned = l.python_owned && firstPythonFrame(l.stack);
     if (pythonOwned) sg.evidence["finalization_freed"] = l.count;  // every block: Python objects held them
     if (pythonSiteFrame(l.stack) || pythonOwned) {
-      sg.message = where(l.stack, pythonOwned) + " made " + formatCount(l.count) + " block" + (l.count == 1 ? "" : "s") + " (" +
+      // pymalloc's blocks are the objects themselves (record --python-allocators).
+      const char* unit = isPyObject(l.kind) ? " object" : " block";
+      sg.message = where(l.stack, pythonOwned) + " made " + formatCount(l.count) + unit + (l.count == 1 ? "" : "s") + " (" +
                    formatBytes(l.bytes) + ")" + inProcesses(evidence) +
                    " still referenced when the program's code finished: drop the reference when done (`del` it, "
                    "`.clear()` a global list or dict), bound a cache (functools.lru_cache(maxsize=N)), or keep "
@@ -308,8 +337,11 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
     Site& s = stormRows[i];
     if (s.temp_count < kTempStormMin) continue;
     stormSites.push_back(identity.key(s.stack_id, s.kind));
-    if (storms++ >= kPerKindMax) continue;
+    // pymalloc hands a dropped object's block to the next one at once: nothing to reuse by hand.
+    if (isPyObject(s.kind)) continue;
     s.stack = rec.stack(s.stack_id);
+    if (interpreterOwnWork(s.stack, s.kind)) continue;
+    if (storms++ >= kPerKindMax) continue;
     nlohmann::json evidence = {{"temp_count", s.temp_count}, {"temp_bytes", s.temp_bytes}, {"alloc_count", s.alloc_count}};
     if (i < stormProcesses.size() && stormProcesses[i] > 1) evidence["processes"] = stormProcesses[i];
     Suggestion sg{"reuse_buffer", s.temp_count >= 1000000 ? "high" : "medium",
@@ -336,26 +368,35 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
   std::map<PatternKind, size_t> perKind;
   for (const Pattern& p : patterns(rec, all)) {
     const Site& s = p.site;
+    if (interpreterOwnWork(s.stack, s.kind)) continue;
+    // A Python object an extension's C code made (PyObject_Malloc under numpy's frames): what the
+    // program decides is how many it keeps, at its own line into the extension.
+    const bool pyObject = isPyObject(s.kind);
     switch (p.kind) {
       case PatternKind::ReallocGrowth: {
         Growth g = growthOf(s);
         // A buffer that already grows geometrically is what the advice would make of it; with
         // too few sizes at the site its growth is unknown.
         if (g.geometric || !g.known) break;
+        // A small str, bytes or list grown in place under a Python line is Python's to rebuild; an
+        // extension's own PyMem buffer is not the program's to change.
+        if (pyObject && !pythonSiteFrame(s.stack)) break;
         if (perKind[p.kind]++ >= kPerKindMax) break;
         int64_t growth = p.evidence["growth_bytes"].get<int64_t>();
+        const std::string step = formatCount(growth) + (growth == 1 ? " byte" : " bytes");
         std::string what = s.max_realloc_chain >= kReallocChainMin
                                ? " realloc'ed one block " + formatCount(s.max_realloc_chain) + " times"
                                : " made " + formatCount(s.realloc_count) + " reallocs";
         Suggestion sg{"reserve_capacity", s.max_realloc_chain >= 1000 ? "high" : "medium",
-                      where(s.stack) + what + inProcesses(p.evidence) + ", growing by " + formatCount(growth) +
-                          " bytes a step (up to " + formatBytes(s.max_size) +
+                      where(s.stack) + what + inProcesses(p.evidence) + ", growing by " + step +
+                          " a step (up to " + formatBytes(s.max_size) +
                           "): reserve the final capacity up front, or grow geometrically (double it)",
                       s.stack, p.evidence};
         if (pythonSiteFrame(s.stack))
-          sg.message = where(s.stack) + what + inProcesses(p.evidence) + ", growing by " + formatCount(growth) +
-                       " bytes a step (up to " + formatBytes(s.max_size) +
-                       "): build it in one go (a list of parts and b''.join(parts), io.BytesIO, a comprehension) "
+          sg.message = where(s.stack) + what + inProcesses(p.evidence) + ", growing by " + step +
+                       " a step (up to " + formatBytes(s.max_size) +
+                       "): build it in one go (a list of parts joined once, ''.join(parts) or b''.join(parts), io.BytesIO, "
+                       "a comprehension) "
                        "instead of extending it piece by piece";
         if (g.one_chain && g.sum_vs_linear >= kConvexSumMax) {
           sg.confidence = "high";
@@ -377,6 +418,9 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
       case PatternKind::SameSizeChurn: {
         // A temporary storm at the same site already says "reuse"; one line per site is enough.
         if (std::find(stormSites.begin(), stormSites.end(), identity.key(s.stack_id, s.kind)) != stormSites.end()) break;
+        // pymalloc is the free list this advice asks for: a loop's ints, tuples and short strings
+        // are served from it without a call to malloc.
+        if (pyObject) break;
         if (perKind[p.kind]++ >= kPerKindMax) break;
         Suggestion sg{"reuse_buffer", "medium",
                       where(s.stack) + " allocated " + formatCount(s.same_size_count) + " blocks of " +
@@ -396,6 +440,8 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
         break;
       }
       case PatternKind::ManySameSizeLive: {
+        // pymalloc is a slab already; only fewer or smaller objects help, which is Python's to do.
+        if (pyObject && !firstPythonFrame(s.stack)) break;
         if (perKind[p.kind]++ >= kPerKindMax) break;
         Suggestion sg{"object_pool", s.max_live_bytes >= (64 << 20) ? "medium" : "low",
                       where(s.stack) + " kept up to " + formatCount(s.max_live_count) + " blocks of " +
@@ -403,8 +449,8 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
                           inProcesses(p.evidence) +
                           ": an object pool or slab saves the allocator's per-block overhead and fragmentation",
                       s.stack, p.evidence};
-        if (pythonSiteFrame(s.stack))
-          sg.message = where(s.stack) + " kept up to " + formatCount(s.max_live_count) + " objects of " +
+        if (pythonSiteFrame(s.stack) || pyObject)
+          sg.message = where(s.stack, pyObject) + " kept up to " + formatCount(s.max_live_count) + " objects of " +
                        formatBytes(s.max_size) + " alive at once (" + formatBytes(s.max_live_bytes) + ")" +
                        inProcesses(p.evidence) +
                        ": one large buffer (a bytearray sliced by memoryview, array.array, a numpy array) or "

@@ -37,7 +37,8 @@ of 1024, kB/MB/GB powers of 1000):
 With no limit given, the check is --max-leaks 0: any unsuppressed leak fails it.
 Leak kinds (docs/leak-kinds.md): at each normal exit the process's memory is scanned for pointers,
 as memcheck does; only leaks of the kinds in --leak-kinds count (default: definite and indirect,
-LeakSanitizer's semantics, plus leaks that could not be classified: a crash, _exit, exec, mmap).
+LeakSanitizer's semantics, plus leaks that could not be classified: a crash, _exit, exec, mmap,
+and a Python process's, which its finalization freed before the scan); all counts every kind.
 A program whose leftovers are all still reachable passes without suppressions.
 The started program failing (non-zero exit or death by signal) always fails the check.
 
@@ -245,7 +246,7 @@ int cmdCheck(int argc, char** argv) {
   std::string leakKinds = "definite,indirect,not_classified", scan = "on";
   app.add_option("--leak-kinds", leakKinds,
                  "leak kinds that count as leaks (docs/leak-kinds.md), as memcheck's "
-                 "--errors-for-leak-kinds: definite,indirect,possible,reachable,not_classified or all "
+                 "--errors-for-leak-kinds: definite,indirect,possible,reachable,not_classified or all (every kind) "
                  "(default definite,indirect,not_classified: still-reachable blocks pass)");
   app.add_option("--scan", scan,
                  "on|off: the exit scan that classifies leaks of `check -- PROGRAM` (off: every leak "
