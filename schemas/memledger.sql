@@ -330,7 +330,8 @@ CREATE TABLE python_finalize (
 -- What was live at that instant, per site (its Python leaks) and per timeline bucket its blocks
 -- were allocated in (a site's rows add up to its leaks; a time filter keeps the rows of the
 -- buckets it overlaps); what finalization itself left is the image's usual leaks (blocks live at
--- exit, `allocations` rows with t_free NULL). t_ns came within version 6: a file without it has
+-- exit, `allocations` rows with t_free NULL). t_ns came after the table (files of versions 6 and 7
+-- may lack it): a file without it has
 -- one row per site, and readers answer a time filter on it with blocks live at exit.
 CREATE TABLE python_finalize_sites (
   image_id    INTEGER NOT NULL,
