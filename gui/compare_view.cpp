@@ -227,7 +227,7 @@ void CompareView::compare(const QString& before, const QString& after) {
   header_->setText(tr("Comparing %1 with %2…").arg(after, before));
   QPointer<CompareView> self(this);
   const std::string a = before.toStdString(), b = after.toStdString();
-  watcher_.setFuture(QtConcurrent::run([self, a, b] {
+  watcher_.setFuture(QtConcurrent::run(&pool_, [self, a, b] {
     std::shared_ptr<const an::DiffResult> result;
     QString message;
     try {

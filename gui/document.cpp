@@ -5,13 +5,16 @@
 #include <QPointer>
 #include <QtConcurrent/QtConcurrent>
 
-#include <set>
+#include <algorithm>
 
 namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
-Document::Document(QObject* parent) : QObject(parent) {}
+Document::Document(QObject* parent) : QObject(parent) {
+  // An open or a range job, the tree shapes' job a range job waits for, and the freeing of old trees.
+  pool_.setMaxThreadCount(4);
+}
 
 Document::~Document() {
   cancel();
@@ -25,7 +28,9 @@ void Document::waitAll() {
 
 void Document::cancel() {
   if (control_) control_->cancel();
+  if (indexControl_) indexControl_->cancel();  // ensureIndex() starts again when asked
 }
+
 
 // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
 void Document::idleAfterCancel(QPointer<Document> self, uint64_t gen) {
@@ -60,6 +65,32 @@ void wireProgress(an::QueryControl& control, QPointer<Document> doc, uint64_t ge
 }
 }  // namespace
 
+Document::IndexFuture Document::ensureIndex() {
+  using namespace std::chrono_literals;
+  const bool failed = index_.valid() && index_.wait_for(0s) == std::future_status::ready && [&] {
+    try {
+      index_.get();
+      return false;
+    } catch (...) {
+      return true;
+    }
+  }();
+  if (index_.valid() && !failed) return index_;
+  auto promise = std::make_shared<std::promise<std::shared_ptr<const an::TreeIndex>>>();
+  index_ = promise->get_future().share();
+  auto control = std::make_shared<an::QueryControl>();
+  indexControl_ = control;
+  wireProgress(*control, QPointer<Document>(this), generation_, &generation_, tr("Building call trees"));
+  jobs_.append(QtConcurrent::run(&pool_, [promise, control, rec = data_->rec] {
+    try {
+      promise->set_value(an::TreeIndex::build(*rec, *control));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }));
+  return index_;
+}
+
 void Document::open(const QString& path) {
   cancel();
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
@@ -72,7 +103,7 @@ void Document::open(const QString& path) {
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, tr("Reading %1").arg(QFileInfo(path).fileName()));
   const std::string file = path.toStdString();
-  jobs_.append(QtConcurrent::run([self, gen, control, file] {
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, control, file] {
     QElapsedTimer timer;
     timer.start();
     std::shared_ptr<RecordingData> out;
@@ -80,7 +111,9 @@ void Document::open(const QString& path) {
     try {
       auto d = std::make_shared<RecordingData>();
       d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
-      d->report = an::report(*d->rec, {}, *control);
+      an::Filter listed;
+      listed.top = kListedSites;
+      d->report = an::report(*d->rec, listed, *control);
       d->series = an::memorySeries(*d->rec, *control);
       d->markers = an::markers(*d->rec);
       for (const auto& s : d->series) {
@@ -122,8 +155,10 @@ void Document::open(const QString& path) {
             emit self->failed(message);
             return;
           }
+          if (self->indexControl_) self->indexControl_->cancel();
           self->data_ = out;
           self->range_.reset();
+          self->index_ = {};
           self->openSeconds_ = seconds;
           emit self->opened();
           self->startRange(out, std::nullopt, std::nullopt, true);
@@ -154,32 +189,40 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, from || to ? tr("Filtering the time range") : tr("Building call trees"));
   const std::string wanted = space_.toStdString();
-  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to, wanted] {
+  IndexFuture indexed = ensureIndex();
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, control, data, from, to, wanted, indexed] {
     QElapsedTimer timer;
     timer.start();
     auto r = std::make_shared<RangeData>();
+    r->rec = data->rec;
     r->from_ns = from;
     r->to_ns = to;
     QString message;
     try {
       const an::Recording& rec = *data->rec;
-      r->costs = an::siteCosts(rec, from, to, *control);
+      // The shapes are read once per recording (every site's frames); a range re-costs them.
+      while (indexed.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+        if (control->cancelled) throw an::Cancelled();
+      std::shared_ptr<const an::TreeIndex> index = indexed.get();
+      r->index = index;
+      const std::vector<an::TreeCost> costs = index->costs(rec, from, to, *control);
       if (control->cancelled) throw an::Cancelled();
-      std::set<std::string> spaces;
-      for (const auto& c : r->costs) spaces.insert(c.space);
-      r->spaces.assign(spaces.begin(), spaces.end());
-      if (!wanted.empty() && spaces.count(wanted)) r->space = wanted;
-      const an::SiteFrames frames = an::siteFrames(rec, r->costs);
-      r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
-      r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
+      r->costs = index->siteCosts(costs);
+      r->spaces = index->spaces();
+      if (!wanted.empty() && std::binary_search(r->spaces.begin(), r->spaces.end(), wanted)) r->space = wanted;
+      an::TreeIndex::Trees trees = index->trees(costs, r->space);
+      r->top_down = std::move(trees.top_down);
+      r->bottom_up = std::move(trees.bottom_up);
+      r->symbols = std::move(trees.symbols);
       r->top_down.t_from_ns = r->bottom_up.t_from_ns = from;
       r->top_down.t_to_ns = r->bottom_up.t_to_ns = to;
       if (control->cancelled) throw an::Cancelled();
-      r->symbols = an::callerCallee(r->costs, frames, r->space);
       an::Filter f;
       f.t_from_ns = from;
       f.t_to_ns = to;
+      f.top = kListedSites;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
+      f.top.reset();
       if (control->cancelled) throw an::Cancelled();
       r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
     } catch (const an::Cancelled&) {
@@ -206,7 +249,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
           // The old trees hold millions of nodes: once the views let go of them, freeing them is
           // a worker's job, not a frame's.
           if (old && old.use_count() == 1)
-            (void)QtConcurrent::run([old = std::move(old)]() mutable { old.reset(); });
+            (void)QtConcurrent::run(&self->pool_, [old = std::move(old)]() mutable { old.reset(); });
         },
         Qt::QueuedConnection);
   }));

@@ -1,7 +1,7 @@
 // One open recording and the answers the views show, computed on worker threads.
 //
-// The GUI thread never runs a query: open() and setRange() start a job on the global thread pool
-// (QtConcurrent) that asks the analyzer and hands plain value structs back with a queued call.
+// The GUI thread never runs a query: open() and setRange() start a job on the document's own
+// thread pool (QtConcurrent) that asks the analyzer and hands plain value structs back with a queued call.
 // A newer request cancels the older one through its QueryControl (analyzer/analyzer.h), and a
 // result that arrives after a newer request is dropped. Views only read what is published here.
 #pragma once
@@ -10,7 +10,9 @@
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QThreadPool>
 
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -18,8 +20,14 @@
 #include "analyzer/call_tree.h"
 #include "analyzer/series_set.h"
 #include "analyzer/size_histogram.h"
+#include "analyzer/tree_index.h"
 
 namespace memledger::gui {
+
+// The most sites a list of the report (leaks, live at the peak, temporaries) holds in the GUI:
+// every leak site with its stack copied was gigabytes for a PyTorch run's 210,000 leak sites.
+// The totals are over every site; the trees hold every site.
+inline constexpr size_t kListedSites = 1000;
 
 // What the Summary and the Timeline need: read first, so they show before the trees are built.
 struct RecordingData {
@@ -36,6 +44,8 @@ struct RecordingData {
 
 // The per-site answers of one time range (the whole run when from/to are empty).
 struct RangeData {
+  std::shared_ptr<const analyzer::Recording> rec;     // the trees' frames point into its cache
+  std::shared_ptr<const analyzer::TreeIndex> index;   // the recording's tree shapes (built once)
   std::optional<int64_t> from_ns, to_ns;
   std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
   std::vector<std::string> spaces;   // the spaces the sites are in, sorted
@@ -91,10 +101,20 @@ class Document : public QObject {
   std::shared_ptr<const RecordingData> data_;
   std::shared_ptr<const RangeData> range_;
   std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job
+  // The open recording's tree shapes, made once on a job of their own (a range job waits for
+  // them; a newer range does not cancel them, a user's Cancel or another file does).
+  using IndexFuture = std::shared_future<std::shared_ptr<const analyzer::TreeIndex>>;
+  IndexFuture ensureIndex();
+  IndexFuture index_;
+  std::shared_ptr<analyzer::QueryControl> indexControl_;
   uint64_t generation_ = 0;
   bool busy_ = false;
   double openSeconds_ = 0, rangeSeconds_ = 0;
   QList<QFuture<void>> jobs_;
+  // The analyzer's jobs run on a pool of their own, never Qt's global one: Qt's raster engine
+  // hands parts of a paint to the global pool and waits for them, so a global pool busy with a
+  // long query stalled every paint of the window until the query ended (seconds).
+  QThreadPool pool_;
 };
 
 }  // namespace memledger::gui

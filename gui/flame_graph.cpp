@@ -100,7 +100,7 @@ void FlameGraphCanvas::layoutBoxes() {
     if (m && !it.underMatch) matchedCost_ += cost(it.node);
     boxes_.push_back({it.node, QRectF(it.x, yOf(it.depth), it.width, kRowHeight - 1), m});
     rows = std::max(rows, it.depth + 1);
-    kids = t->nodes[size_t(it.node)].children;
+    kids.assign(t->nodes[size_t(it.node)].children.begin(), t->nodes[size_t(it.node)].children.end());
     std::sort(kids.begin(), kids.end(), [&](int32_t a, int32_t b) { return cost(a) > cost(b); });
     double x = it.x;
     const int64_t parentCost = std::max<int64_t>(1, cost(it.node));
