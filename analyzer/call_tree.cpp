@@ -77,6 +77,8 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
     c.image_id = s.image_id;
     c.kind = s.kind;
     c.space = s.space;
+    c.min_size = s.min_size;
+    c.max_size = s.max_size;
     c.cost.peak = s.peak_bytes;
     c.cost.temporary = s.temp_count;
     if (!ranged) {

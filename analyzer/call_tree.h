@@ -90,6 +90,7 @@ struct SiteCost {
   std::string kind;
   std::string space;  // its account's name (Site::space): heap, mmap, device:0, pool:NAME, ...
   TreeCost cost;
+  int64_t min_size = 0, max_size = 0;  // its smallest and largest block over the whole run
 };
 
 // Every site's amounts; with a range, allocated/count/leaked are those of allocations made in

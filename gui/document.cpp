@@ -222,9 +222,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
       f.t_to_ns = to;
       f.top = kListedSites;
       r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
-      f.top.reset();
       if (control->cancelled) throw an::Cancelled();
-      r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
+      r->sizes = an::sizeHistogram(rec, r->costs, from, to, 10);  // the range's costs, no site read again
     } catch (const an::Cancelled&) {
       idleAfterCancel(self, gen);
       return;
