@@ -113,7 +113,8 @@ void Document::open(const QString& path) {
       d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
       an::Filter listed;
       listed.top = kListedSites;
-      d->report = an::report(*d->rec, listed, *control);
+      // The first part of the report only: the Summary and the Timeline show before the rest.
+      d->report = an::reportFirstPart(*d->rec, listed, *control);
       d->series = an::memorySeries(*d->rec, *control);
       d->markers = an::markers(*d->rec);
       for (const auto& s : d->series) {
@@ -162,6 +163,39 @@ void Document::open(const QString& path) {
           self->openSeconds_ = seconds;
           emit self->opened();
           self->startRange(out, std::nullopt, std::nullopt, true);
+        },
+        Qt::QueuedConnection);
+    if (!out) return;
+    // The rest of the report (phases, fragmentation, temporaries, patterns, suggestions) into a
+    // report of its own: the views read the published one meanwhile.
+    auto rest = std::make_shared<an::Report>();
+    rest->filter = out->report.filter;
+    try {
+      an::reportSecondPart(*out->rec, *rest, *control);
+    } catch (const an::Cancelled&) {
+      return;
+    } catch (const std::exception& e) {
+      rest.reset();
+      message = QString::fromStdString(e.what());
+    }
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, gen, out, rest, message] {
+          if (!self || self->data_ != out) return;
+          if (!rest) {
+            emit self->failed(message);
+            return;
+          }
+          // On the GUI thread, the one that reads these parts (workers read only the first part).
+          an::Report& r = out->report;
+          r.phases = std::move(rest->phases);
+          r.fragmentation = std::move(rest->fragmentation);
+          r.temporaries = std::move(rest->temporaries);
+          r.patterns = std::move(rest->patterns);
+          r.suggestions = std::move(rest->suggestions);
+          out->complete = true;
+          emit self->reportCompleted();
         },
         Qt::QueuedConnection);
   }));

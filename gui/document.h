@@ -32,7 +32,11 @@ inline constexpr size_t kListedSites = 1000;
 // What the Summary and the Timeline need: read first, so they show before the trees are built.
 struct RecordingData {
   std::shared_ptr<analyzer::Recording> rec;  // shared with the jobs that still read it
+  // analyzer::reportFirstPart() when opened; its second part (phases, fragmentation,
+  // temporaries, patterns, suggestions) is filled in on the GUI thread when it is done
+  // (Document::reportCompleted), then `complete` is set. Workers read only the first part.
   analyzer::Report report;
+  bool complete = false;
   std::vector<analyzer::NamedSeries> series;
   std::vector<analyzer::Marker> markers;
   // Per series (same order), coarser copies for drawing a wide view: each the series
@@ -84,6 +88,7 @@ class Document : public QObject {
  signals:
   void progress(const QString& stage, double fraction);
   void opened();        // data() is the new recording's (Summary, Timeline)
+  void reportCompleted();  // data()->report has its second part (phases, suggestions, ...)
   void rangeChanged();  // range() holds the trees and leaks of the current range
   void failed(const QString& message);  // a one-line message; data() is unchanged
   void busyChanged(bool busy);

@@ -133,6 +133,11 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(doc_, &Document::opened, this, &MainWindow::onOpened);
   connect(doc_, &Document::rangeChanged, this, &MainWindow::onRange);
+  connect(doc_, &Document::reportCompleted, this, [this] {
+    summary_->setData(doc_->data(), doc_->range());
+    suggestions_->setData(doc_->data());
+    timeline_->update();  // the phases
+  });
   connect(doc_, &Document::failed, this, [this](const QString& msg) {
     if (!doc_->data()) {
       message_->setText(tr("<b>Cannot show this recording</b><br><br>%1").arg(msg.toHtmlEscaped()));

@@ -127,7 +127,9 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
 
   // Suggestions with their evidence.
   h += "<h3><a href='view:suggestions'>" + QObject::tr("Suggestions") + "</a></h3>";
-  if (r.suggestions.empty()) h += "<p><i>" + QObject::tr("none") + "</i></p>";
+  const QString computing = "<p><i>" + QObject::tr("computing...") + "</i></p>";
+  if (!d.complete) h += computing;
+  else if (r.suggestions.empty()) h += "<p><i>" + QObject::tr("none") + "</i></p>";
   h += "<ol>";
   size_t n = 0;
   for (const auto& s : r.suggestions) {
@@ -159,7 +161,10 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
     h += "<h3>" + QObject::tr("Most allocations") + "</h3><p><i>" + QObject::tr("building call trees...") + "</i></p>";
   }
   h += "</td><td valign=top>";
-  h += topList(QObject::tr("Most temporary allocations"), "view:flamegraph?metric=temporary", r.temporaries, true);
+  if (d.complete)
+    h += topList(QObject::tr("Most temporary allocations"), "view:flamegraph?metric=temporary", r.temporaries, true);
+  else
+    h += "<h3>" + QObject::tr("Most temporary allocations") + "</h3>" + computing;
   h += "</td></tr></table></body></html>";
   return h;
 }
