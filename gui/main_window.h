@@ -6,6 +6,8 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QMainWindow>
+
+#include <set>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QStackedWidget>
@@ -35,6 +37,7 @@ class MainWindow : public QMainWindow {
   // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions, compare
   static QStringList viewNames();
   bool showView(const QString& name);
+  // A view that is not on screen takes a new range when it is shown or asked for here.
   QWidget* view(const QString& name) const;
   Document* document() const { return doc_; }
   TimelineWidget* timeline() const { return timeline_; }
@@ -60,6 +63,11 @@ class MainWindow : public QMainWindow {
   void followLink(const QString& link);
   void onOpened();
   void onRange();
+  QWidget* viewWidget(const QString& name) const;
+  // Gives `w` the current range if it has not taken it yet (views off screen wait until shown:
+  // a range costs the GUI thread only the visible view's update).
+  void bringUpToDate(QWidget* w) const;
+  mutable std::set<QWidget*> stale_;
 
   Document* doc_;
   QStackedWidget* pages_;
