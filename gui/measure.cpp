@@ -111,6 +111,21 @@ int measureWindow(MainWindow& window, const QString& file) {
     window.repaint();  // every view shown with the range's data (timed as one event below)
     rangeMs[i++] = r.nsecsElapsed() / 1e6;
   }
+  // Every view shown in turn after the last range (each takes the range then, and paints): the
+  // longest, in wall and CPU time.
+  double showMs = 0, showCpuMs = 0;
+  QString slowestView;
+  for (const char* v : {"flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "summary"}) {
+    QElapsedTimer s;
+    s.start();
+    const qint64 cpu0 = threadCpuNs();
+    window.showView(v);
+    window.repaint();
+    const double ms = s.nsecsElapsed() / 1e6, cpuMs = (threadCpuNs() - cpu0) / 1e6;
+    if (cpuMs > showCpuMs) slowestView = v;
+    showMs = std::max(showMs, ms);
+    showCpuMs = std::max(showCpuMs, cpuMs);
+  }
   // One paint of the timeline alone at the whole run and zoomed to a tenth: its share of a frame.
   double paintMs = 0;
   for (auto [a, b] : {std::pair<int64_t, int64_t>{0, end + 1}, std::pair<int64_t, int64_t>{end / 3, end / 3 + end / 10}}) {
@@ -128,9 +143,10 @@ int measureWindow(MainWindow& window, const QString& file) {
   const double fileMiB = double(QFileInfo(file).size()) / (1024.0 * 1024.0);
   std::printf(
       "interactive_s=%.3f trees_s=%.3f range_10pct_ms=%.1f range_50pct_ms=%.1f gui_max_event_ms=%.1f gui_max_timer_gap_ms=%.1f "
-      "slowest_event=%s gui_max_event_cpu_ms=%.1f slowest_cpu_event=%s timeline_paint_ms=%.1f peak_rss_mib=%.1f file_mib=%.1f allocations=%lld sites=%zu\n",
+      "slowest_event=%s gui_max_event_cpu_ms=%.1f slowest_cpu_event=%s view_show_ms=%.1f view_show_cpu_ms=%.1f slowest_view=%s timeline_paint_ms=%.1f peak_rss_mib=%.1f file_mib=%.1f allocations=%lld sites=%zu\n",
       interactive, trees, rangeMs[0], rangeMs[1], GuiApplication::maxDispatchNs / 1e6, std::max<qint64>(0, maxGap - 1000000) / 1e6, qPrintable(GuiApplication::slowest),
-      GuiApplication::maxDispatchCpuNs / 1e6, qPrintable(GuiApplication::slowestCpu), paintMs, rssMiB, fileMiB,
+      GuiApplication::maxDispatchCpuNs / 1e6, qPrintable(GuiApplication::slowestCpu), showMs, showCpuMs,
+      qPrintable(slowestView), paintMs, rssMiB, fileMiB,
       static_cast<long long>(doc->data()->report.totals.allocations), doc->range()->costs.size());
   return 0;
 }
