@@ -1,4 +1,4 @@
-// memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]
+// memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]] [--dark]
 // With --screenshot it opens FILE headless-capable (QT_QPA_PLATFORM=offscreen), waits for the
 // recording and the range's trees, writes the view as PNG and exits: 0 written, 2 bad usage or
 // an unreadable recording (its one-line message on stderr; the window showing it is still written).
@@ -14,6 +14,7 @@
 #include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
+#include "gui/theme.h"
 #include "gui/timeline_widget.h"
 
 namespace {
@@ -21,6 +22,7 @@ const char* kUsage =
     "usage: memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
     "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
+    "       [--dark]   a dark theme (also MEMLEDGER_GUI_THEME=dark)\n"
     "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, sizes,\n"
     "        suggestions, compare (FILE2 against FILE, with --compare)\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   QString file, screenshot, viewName = "summary", range, space, compare;
   bool spaceGiven = false;
   bool measure = false;
+  bool dark = qgetenv("MEMLEDGER_GUI_THEME") == "dark";
   for (int i = 0; i < args.size(); ++i) {
     const QString& a = args[i];
     auto value = [&](QString* out) {
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
     } else if (a == "--space") {
       if (!value(&space)) return std::fputs(kUsage, stderr), 2;
       spaceGiven = true;
+    } else if (a == "--dark") {
+      dark = true;
     } else if (a == "--measure") {
       measure = true;
     } else if (a == "--compare") {
@@ -67,6 +72,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (dark) memledger::gui::applyDarkTheme(app);
   using memledger::gui::MainWindow;
   if ((!screenshot.isEmpty() && (file.isEmpty() || !MainWindow::viewNames().contains(viewName))) ||
       (!compare.isEmpty() && file.isEmpty())) {
