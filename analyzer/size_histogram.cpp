@@ -45,16 +45,29 @@ struct SiteSizes {
 // one, else put at their mean size.
 SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& sites, const Filter& rowFilter,
                           std::optional<int64_t> from, std::optional<int64_t> to, size_t top_sites) {
-  // bucket index -> site -> amounts
-  std::map<int, std::map<SiteKey, SizeBucketSite>> byBucket;
-  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
-    SizeBucketSite& s = byBucket[bucket][key];
+  // bucket index -> its sites. A site not split lands in one bucket once: a plain list; a split
+  // site's rows add up per (bucket, site) in a map (a PyTorch run has 500,000 sites: a map of
+  // them all was most of a range's histogram).
+  std::map<int, std::vector<SizeBucketSite>> byBucket;
+  std::map<int, std::map<SiteKey, SizeBucketSite>> splitByBucket;
+  auto site = [](const SiteKey& key) {
+    SizeBucketSite s;
     s.stack_id = key.stack_id;
     s.image_id = key.image_id;
     s.kind = key.kind;
-    s.count += count;
-    s.bytes += bytes;
-    s.exact = s.exact && exact;
+    return s;
+  };
+  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
+    SizeBucketSite& s = byBucket[bucket].emplace_back(site(key));
+    s.count = count;
+    s.bytes = bytes;
+    s.exact = exact;
+  };
+  auto addSplit = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes) {
+    auto [it, isNew] = splitByBucket[bucket].try_emplace(key);
+    if (isNew) it->second = site(key);
+    it->second.count += count;
+    it->second.bytes += bytes;
   };
   const bool allRows = rec.info().allocation_rows == "all";
   std::set<SiteKey> split;  // sites to split from their allocation rows
@@ -81,23 +94,28 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
     if (rowFilter.kind) q.bind(3, *rowFilter.kind);
     while (q.step()) {
       SiteKey key{q.i64(0), q.i64(1), q.text(2)};
-      if (split.count(key)) add(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5), true);
+      if (split.count(key)) addSplit(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5));
     }
   }
+  for (auto& [index, sites] : splitByBucket)
+    for (auto& [key, s] : sites) byBucket[index].push_back(std::move(s));
   for (auto& [index, bucketSites] : byBucket) {
     SizeBucket b;
     b.from = index == 0 ? 0 : uint64_t(1) << index;
     b.to = (uint64_t(1) << (index + 1)) - 1;
-    for (auto& [key, s] : bucketSites) {
+    for (const SizeBucketSite& s : bucketSites) {
       b.count += s.count;
       b.bytes += s.bytes;
-      b.sites.push_back(std::move(s));
     }
-    b.site_count = b.sites.size();
-    std::sort(b.sites.begin(), b.sites.end(), [](const SizeBucketSite& x, const SizeBucketSite& y) {
-      return std::tie(y.count, y.bytes, x.stack_id) < std::tie(x.count, x.bytes, y.stack_id);
-    });
-    if (b.sites.size() > top_sites) b.sites.resize(top_sites);
+    b.site_count = bucketSites.size();
+    auto order = [](const SizeBucketSite& x, const SizeBucketSite& y) {
+      return std::tie(y.count, y.bytes, x.stack_id, x.image_id, x.kind) <
+             std::tie(x.count, x.bytes, y.stack_id, y.image_id, y.kind);
+    };
+    const size_t keep = std::min(top_sites, bucketSites.size());
+    std::partial_sort(bucketSites.begin(), bucketSites.begin() + std::ptrdiff_t(keep), bucketSites.end(), order);
+    bucketSites.resize(keep);
+    b.sites = std::move(bucketSites);
     for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
     out.count += b.count;
     out.bytes += b.bytes;
