@@ -231,18 +231,21 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
     for (size_t i = 0; i < sites_.size(); ++i) out[i] = sites_[i].cost;
     return out;
   }
+  const int version = rec.info().schema_version;
+  // With frees per bucket (version 7) a range's temporaries are those freed in it.
+  const bool rangedTemporaries = detail::hasBucketFrees(version);
   for (size_t i = 0; i < sites_.size(); ++i) {
     out[i].peak = sites_[i].cost.peak;
-    out[i].temporary = sites_[i].cost.temporary;
+    if (!rangedTemporaries) out[i].temporary = sites_[i].cost.temporary;
   }
   const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
-  auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes) {
+  auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes, int64_t temps) {
     auto it = slot_.find(slotKey(stack, kind));
     if (it == slot_.end()) return;
     out[size_t(it->second)].count += count;
     out[size_t(it->second)].allocated += bytes;
+    out[size_t(it->second)].temporary += temps;
   };
-  const int version = rec.info().schema_version;
   {
     detail::Stage activity(0, 0.9);
     if (version >= 3) {
@@ -251,7 +254,7 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
         detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
           if (t < a || t > b) return;
           detail::forEachSiteActivity(entries, bytes, version, [&](const detail::SiteActivity& e) {
-            add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes);
+            add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, e.temps);
           });
         });
       }
@@ -261,14 +264,14 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
       q.bind(2, b);
       while (q.step())
         detail::forEachSiteActivity(q.blob(0), q.bytes(0), version, [&](const detail::SiteActivity& e) {
-          add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes);
+          add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, 0);
         });
     } else {
       detail::Statement q(rec, "SELECT stack_id, kind, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND "
                                "t_alloc <= ? GROUP BY stack_id, kind");
       q.bind(1, a);
       q.bind(2, b);
-      while (q.step()) add(q.i64(0), kindCode(q.text(1)), q.i64(2), q.i64(3));
+      while (q.step()) add(q.i64(0), kindCode(q.text(1)), q.i64(2), q.i64(3), 0);
     }
   }
   // Every leaked block has its own row (never folded): the leaks of a range are exact.
@@ -297,6 +300,19 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
     if (isZero(costs[i])) continue;
     out.push_back(sites_[i]);
     out.back().cost = costs[i];
+  }
+  return out;
+}
+
+std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
+  std::vector<TreeCost> out(sites_.size());
+  size_t at = 0;
+  for (const SiteCost& c : sites) {
+    while (at < sites_.size() && !(sites_[at].stack_id == c.stack_id && sites_[at].image_id == c.image_id &&
+                                   sites_[at].kind == c.kind))
+      ++at;
+    if (at == sites_.size()) return std::nullopt;
+    out[at++] = c.cost;
   }
   return out;
 }

@@ -40,12 +40,17 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
 
   // Each site's amounts for allocations made in [from, to] (nullopt/nullopt: the whole run), as
   // siteCosts() counts them: allocated and count from the per-site activity, leaked from the
-  // leaked blocks' rows, peak and temporary whole-run. Zeros stay: one entry per site.
+  // leaked blocks' rows, temporary freed in it (version 7; older files: whole-run), peak
+  // whole-run (analyzer/live_set.h gives a range's). Zeros stay: one entry per site.
   std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to) const;
   std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to,
                               QueryControl& control) const;
   // The sites with anything in `costs`, as siteCosts() lists them for the same range.
   std::vector<SiteCost> siteCosts(const std::vector<TreeCost>& costs) const;
+  // Back: one cost per site from a list of the index's sites in its order, as siteCosts() gives
+  // them and analyzer/live_set.h's applyLiveSet() keeps them (sites missing: zero); nullopt when
+  // the list holds a site the index does not, or out of order.
+  std::optional<std::vector<TreeCost>> costsOf(const std::vector<SiteCost>& sites) const;
 
   // The tree of `costs` (one per site), of one space or (nullopt) every space; throws
   // std::invalid_argument when `costs` is not one per site. The tree keeps the index alive.
