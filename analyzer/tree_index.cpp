@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "analyzer/control.h"
 #include "analyzer/sql.h"
@@ -306,13 +308,28 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
 
 std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
   std::vector<TreeCost> out(sites_.size());
+  auto same = [](const SiteCost& a, const SiteCost& b) {
+    return a.stack_id == b.stack_id && a.image_id == b.image_id && a.kind == b.kind;
+  };
+  // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
+  // appends those it adds) is looked up.
+  std::optional<std::map<std::tuple<int64_t, int64_t, std::string>, size_t>> bySite;
   size_t at = 0;
   for (const SiteCost& c : sites) {
-    while (at < sites_.size() && !(sites_[at].stack_id == c.stack_id && sites_[at].image_id == c.image_id &&
-                                   sites_[at].kind == c.kind))
-      ++at;
-    if (at == sites_.size()) return std::nullopt;
-    out[at++] = c.cost;
+    if (!bySite) {
+      const size_t from = at;
+      while (at < sites_.size() && !same(sites_[at], c)) ++at;
+      if (at < sites_.size()) {
+        out[at++] += c.cost;
+        continue;
+      }
+      at = from;
+      bySite.emplace();  // from the first site out of order on, every one is looked up
+      for (size_t i = 0; i < sites_.size(); ++i) (*bySite)[{sites_[i].image_id, sites_[i].stack_id, sites_[i].kind}] = i;
+    }
+    auto it = bySite->find({c.image_id, c.stack_id, c.kind});
+    if (it == bySite->end()) return std::nullopt;
+    out[it->second] += c.cost;
   }
   return out;
 }

@@ -47,9 +47,9 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
                               QueryControl& control) const;
   // The sites with anything in `costs`, as siteCosts() lists them for the same range.
   std::vector<SiteCost> siteCosts(const std::vector<TreeCost>& costs) const;
-  // Back: one cost per site from a list of the index's sites in its order, as siteCosts() gives
-  // them and analyzer/live_set.h's applyLiveSet() keeps them (sites missing: zero); nullopt when
-  // the list holds a site the index does not, or out of order.
+  // Back: one cost per site from a list of the index's sites (siteCosts() of a range, with
+  // analyzer/live_set.h's applyLiveSet() applied: sites missing are zero); nullopt when the list
+  // holds a site the index does not have.
   std::optional<std::vector<TreeCost>> costsOf(const std::vector<SiteCost>& sites) const;
 
   // The tree of `costs` (one per site), of one space or (nullopt) every space; throws
