@@ -14,7 +14,8 @@ using wire::RecordType;
 
 using kinds::opName;
 bool isReallocOp(uint8_t op) {
-  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray);
+  return op == static_cast<uint8_t>(Op::Realloc) || op == static_cast<uint8_t>(Op::Reallocarray) ||
+         op == static_cast<uint8_t>(Op::PyMemRealloc) || op == static_cast<uint8_t>(Op::PyObjectRealloc);
 }
 }  // namespace
 
@@ -43,8 +44,9 @@ ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOpt
 // The live set is the one structure too large for the cache (python3 building a dict: millions
 // of blocks); the site and thread tables are small and stay hot.
 void ImageRecorder::prefetch(const wire::Record& ahead) {
-  if ((ahead.kind != AllocKind::Malloc && ahead.kind != AllocKind::New) || ahead.a == 0) return;
-  if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
+  if ((ahead.type != RecordType::Alloc && ahead.type != RecordType::Free) || ahead.a == 0) return;
+  if (ahead.kind == AllocKind::Malloc || ahead.kind == AllocKind::New) heap_.prefetch(ahead.a);
+  else if (ahead.kind == AllocKind::PyObject && pyBlocks_) pyBlocks_->prefetch(ahead.a);
 }
 
 void ImageRecorder::onRecord(const Decoded& r) {
@@ -365,7 +367,7 @@ ML_HOT void ImageRecorder::onAlloc(const Decoded& r) {
   uint16_t chain = isRealloc ? static_cast<uint16_t>(std::min<uint32_t>(th.reallocChain + 1u, 65535u)) : 0;
   uint32_t reallocOf = isRealloc ? th.reallocOf : 0;
   th.reallocPending = false;
-  th.lastAlloc = r.a;
+  (kinds::insideCountedMemory(r.kind) ? th.lastInsideAlloc : th.lastAlloc) = r.a;
 
   uint32_t account = accountOf(r.kind, r.tag);
   uint32_t site = siteFor(r.c, r.kind, account);
@@ -426,10 +428,11 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
     ThreadState* owner = (lastThread_ && lastTid_ == b.tid) ? lastThread_
                                                             : threads_.find(uint64_t{b.tid} + 1);
-    if (owner && owner->lastAlloc == addr) {
+    uint64_t* last = !owner ? nullptr : kinds::insideCountedMemory(s.kind) ? &owner->lastInsideAlloc : &owner->lastAlloc;
+    if (last && *last == addr) {
       ++s.temp_count;
       s.temp_bytes += size;
-      owner->lastAlloc = 0;
+      *last = 0;
       temporary = true;
     }
   }
