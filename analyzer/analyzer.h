@@ -489,6 +489,12 @@ HeapLayout heapLayout(const Recording& rec, int64_t image_id, uint64_t from, uin
 std::vector<Pattern> patterns(const Recording& rec, const Filter& filter = {});
 std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter = {});
 Report report(const Recording& rec, const Filter& filter = {});
+// report() in two parts, for a front end that shows the first before the second is done (the
+// GUI's Summary): the recording, leaks, peak, totals and processes; then, into the same Report,
+// phases, fragmentation, temporaries, patterns and suggestions (those read the whole memory
+// curve and every site's activity: most of a report's time on a long run).
+Report reportFirstPart(const Recording& rec, const Filter& filter = {});
+void reportSecondPart(const Recording& rec, Report& report);
 
 // Progress and cancellation of the long questions, for a front end that runs them on a worker
 // thread. Another thread calls cancel(); the question then throws Cancelled promptly (it checks
@@ -501,6 +507,8 @@ struct QueryControl {
   void cancel() { cancelled.store(true, std::memory_order_relaxed); }
 };
 Report report(const Recording& rec, const Filter& filter, QueryControl& control);
+Report reportFirstPart(const Recording& rec, const Filter& filter, QueryControl& control);
+void reportSecondPart(const Recording& rec, Report& report, QueryControl& control);
 std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control);
 std::vector<Phase> phases(const Recording& rec, const Filter& filter, QueryControl& control);
 std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id, QueryControl& control);

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "analyzer/control.h"
 #include "analyzer/sql.h"
+#include "analyzer/tree_index.h"
 
 namespace memledger::analyzer {
 
@@ -49,8 +49,6 @@ struct SiteKeyHash {
   size_t operator()(const SiteKey& k) const { return std::hash<int64_t>()(k.stack) * 31 + std::hash<std::string>()(k.kind); }
 };
 
-std::string symbolOf(const Frame& f) { return treeSymbol(f); }
-
 }  // namespace
 
 // The symbol, or the module's base name when there is none.
@@ -79,6 +77,8 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
     c.image_id = s.image_id;
     c.kind = s.kind;
     c.space = s.space;
+    c.min_size = s.min_size;
+    c.max_size = s.max_size;
     c.cost.peak = s.peak_bytes;
     // With frees per bucket (version 7) a range's temporaries are those freed in it.
     if (!ranged || !detail::hasBucketFrees(rec.info().schema_version)) c.cost.temporary = s.temp_count;
@@ -151,36 +151,6 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
   return detail::controlled(control, [&] { return siteCosts(rec, from, to); });
 }
 
-namespace {
-// Interned symbols: a frame's symbol id is looked up by the frame's address (frames are cached
-// per ip for the recording's life), so the passes below touch no strings per frame.
-class SymbolTable {
- public:
-  int32_t of(const Frame* f) {
-    auto [it, isNew] = byFrame_.try_emplace(f, 0);
-    if (isNew) {
-      std::string name = symbolOf(*f);
-      auto [sym, added] = ids_.try_emplace(name, int32_t(names_.size()));
-      if (added) {
-        names_.push_back(std::move(name));
-        first_.push_back(f);
-      }
-      it->second = sym->second;
-    }
-    return it->second;
-  }
-  const std::string& name(int32_t id) const { return names_[size_t(id)]; }
-  const Frame* firstFrame(int32_t id) const { return first_[size_t(id)]; }
-  size_t size() const { return names_.size(); }
-
- private:
-  std::unordered_map<const Frame*, int32_t> byFrame_;
-  std::unordered_map<std::string, int32_t> ids_;
-  std::vector<std::string> names_;
-  std::vector<const Frame*> first_;
-};
-}  // namespace
-
 SiteFrames siteFrames(const Recording& rec, const std::vector<SiteCost>& costs) {
   SiteFrames out(costs.size());
   for (size_t i = 0; i < costs.size(); ++i) {
@@ -200,98 +170,24 @@ std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<Sit
   return callerCallee(costs, siteFrames(rec, costs), space);
 }
 
+namespace {
+std::vector<TreeCost> amountsOf(const std::vector<SiteCost>& costs) {
+  std::vector<TreeCost> out;
+  out.reserve(costs.size());
+  for (const SiteCost& c : costs) out.push_back(c.cost);
+  return out;
+}
+}  // namespace
+
+// From scratch: an index of exactly these sites (analyzer/tree_index.h), asked once.
 CallTree buildCallTree(const std::vector<SiteCost>& costs, const SiteFrames& siteFrames, TreeDirection direction,
                        const std::optional<std::string>& space) {
-  CallTree tree;
-  tree.direction = direction;
-  tree.space = space;
-  tree.nodes.push_back(CallNode{"all sites", nullptr, {}, {}, -1, {}});
-  SymbolTable symbols;
-  std::unordered_map<uint64_t, int32_t> childOf;  // (parent << 32 | symbol) -> node
-  for (size_t i = 0; i < costs.size(); ++i) {
-    const SiteCost& c = costs[i];
-    if ((i & 1023) == 0) detail::throwIfCancelled();
-    if (space && c.space != *space) continue;
-    const std::vector<const Frame*>& frames = siteFrames[i];
-    int32_t node = 0;
-    tree.nodes[0].total += c.cost;
-    const size_t n = frames.size();
-    for (size_t k = 0; k < n; ++k) {
-      const Frame* f = direction == TreeDirection::TopDown ? frames[n - 1 - k] : frames[k];
-      int32_t symbol = symbols.of(f);
-      uint64_t key = (uint64_t(uint32_t(node)) << 32) | uint32_t(symbol);
-      auto [it, isNew] = childOf.try_emplace(key, int32_t(tree.nodes.size()));
-      if (isNew) {
-        tree.nodes.push_back(CallNode{symbols.name(symbol), f, {}, {}, node, {}});
-        tree.nodes[size_t(node)].children.push_back(it->second);
-      }
-      node = it->second;
-      tree.nodes[size_t(node)].total += c.cost;
-    }
-    tree.nodes[size_t(node)].self += c.cost;
-  }
-  for (CallNode& n : tree.nodes)
-    std::sort(n.children.begin(), n.children.end(), [&](int32_t a, int32_t b) {
-      const CallNode &x = tree.nodes[size_t(a)], &y = tree.nodes[size_t(b)];
-      return x.total.allocated != y.total.allocated ? x.total.allocated > y.total.allocated : x.symbol < y.symbol;
-    });
-  return tree;
+  return TreeIndex::build(costs, siteFrames)->tree(amountsOf(costs), direction, space);
 }
 
 std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const SiteFrames& siteFrames,
                                      const std::optional<std::string>& space) {
-  SymbolTable symbols;
-  struct Row {
-    TreeCost self, inclusive;
-    std::unordered_map<int32_t, TreeCost> callers, callees;
-    uint64_t seenIn = 0;  // the last stack (1-based) that counted it: once per stack
-  };
-  std::vector<Row> rows;
-  std::vector<int32_t> ids;
-  std::unordered_set<uint64_t> seenEdge;
-  uint64_t stackNo = 0;
-  for (size_t si = 0; si < costs.size(); ++si) {
-    const SiteCost& c = costs[si];
-    if ((si & 1023) == 0) detail::throwIfCancelled();
-    if (space && c.space != *space) continue;
-    const std::vector<const Frame*>& frames = siteFrames[si];  // innermost first
-    ++stackNo;
-    ids.clear();
-    for (const Frame* f : frames) ids.push_back(symbols.of(f));
-    if (rows.size() < symbols.size()) rows.resize(symbols.size());
-    seenEdge.clear();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      Row& r = rows[size_t(ids[i])];
-      if (i == 0) r.self += c.cost;
-      if (r.seenIn != stackNo) {
-        r.seenIn = stackNo;
-        r.inclusive += c.cost;
-      }
-      // frames[i + 1] called frames[i]
-      if (i + 1 < ids.size() &&
-          seenEdge.insert((uint64_t(uint32_t(ids[i + 1])) << 32) | uint32_t(ids[i])).second) {
-        r.callers[ids[i + 1]] += c.cost;
-        rows[size_t(ids[i + 1])].callees[ids[i]] += c.cost;
-      }
-    }
-  }
-  std::vector<SymbolCost> out;
-  out.reserve(rows.size());
-  for (size_t id = 0; id < rows.size(); ++id) {
-    SymbolCost s;
-    s.symbol = symbols.name(int32_t(id));
-    s.frame = symbols.firstFrame(int32_t(id));
-    s.self = rows[id].self;
-    s.inclusive = rows[id].inclusive;
-    for (const auto& [k, v] : rows[id].callers) s.callers[symbols.name(k)] += v;
-    for (const auto& [k, v] : rows[id].callees) s.callees[symbols.name(k)] += v;
-    out.push_back(std::move(s));
-  }
-  std::sort(out.begin(), out.end(), [](const SymbolCost& a, const SymbolCost& b) {
-    return a.inclusive.allocated != b.inclusive.allocated ? a.inclusive.allocated > b.inclusive.allocated
-                                                          : a.symbol < b.symbol;
-  });
-  return out;
+  return TreeIndex::build(costs, siteFrames)->callerCallee(amountsOf(costs), space);
 }
 
 std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric) {

@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,23 +43,45 @@ int64_t costOf(const TreeCost& cost, TreeMetric metric);
 const char* treeMetricName(TreeMetric metric);  // peak | leaked | allocated | count | temporary
 std::optional<TreeMetric> parseTreeMetric(const std::string& name);
 
+// A node holds no strings or lists of its own (a big interpreter run's trees have millions of
+// nodes, remade for every time range): its symbol is one of the tree's interned names and its
+// children a slice of one array, both kept alive by CallTree::storage.
 struct CallNode {
-  std::string symbol;          // function, or "?? (module)" / "??"
+  const std::string& symbol;     // function, or "?? (module)" / "??"
   const Frame* frame = nullptr;  // the first frame seen for it (file/line/module), owned by the recording
-  TreeCost self;               // sites whose stack ends here (top-down) / starts here (bottom-up)
-  TreeCost total;              // self plus every child
+  TreeCost self;                 // sites whose stack ends here (top-down) / starts here (bottom-up)
+  TreeCost total;                // self plus every child
   int32_t parent = -1;
-  std::vector<int32_t> children;  // total.allocated descending, then symbol
+  std::span<const int32_t> children;  // total.allocated descending, then symbol
 };
 
 enum class TreeDirection { TopDown, BottomUp };
 
-// Node 0 is the root ("all sites"); every other node has a parent.
+// Node 0 is the root ("all sites"); every other node has a parent, made before it (a parent's
+// id is smaller than its children's).
 struct CallTree {
   TreeDirection direction = TreeDirection::TopDown;
   std::vector<CallNode> nodes;
   std::optional<int64_t> t_from_ns, t_to_ns;  // the range its allocated/leaked amounts cover
   std::optional<std::string> space;           // the one space its sites are of; nullopt: every space
+  std::shared_ptr<const void> storage;        // what the nodes' names and children point into
+
+  CallTree() = default;
+  CallTree(const CallTree&) = default;
+  CallTree(CallTree&&) noexcept = default;
+  // Nodes hold references: a tree is assigned by swapping in a copy, never node by node.
+  CallTree& operator=(CallTree other) noexcept {
+    swap(other);
+    return *this;
+  }
+  void swap(CallTree& other) noexcept {
+    std::swap(direction, other.direction);
+    nodes.swap(other.nodes);
+    std::swap(t_from_ns, other.t_from_ns);
+    std::swap(t_to_ns, other.t_to_ns);
+    std::swap(space, other.space);
+    std::swap(storage, other.storage);
+  }
 };
 
 // One site's amounts, with its stack id (frames via Recording::stackFrames).
@@ -67,6 +91,7 @@ struct SiteCost {
   std::string kind;
   std::string space;  // its account's name (Site::space): heap, mmap, device:0, pool:NAME, ...
   TreeCost cost;
+  int64_t min_size = 0, max_size = 0;  // its smallest and largest block over the whole run
 };
 
 // Every site's amounts; with a range, allocated/count/leaked are those of allocations made in
@@ -76,7 +101,8 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_f
 std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> t_from_ns,
                                 std::optional<int64_t> t_to_ns, QueryControl& control);
 
-// The tree of `costs` (of one space only when `space` is given: a peak is per space, and peaks
+// The tree of `costs` built from scratch (analyzer/tree_index.h builds a recording's tree shapes
+// once and re-costs them for each range: what the GUI does), of one space only when `space` is given: a peak is per space, and peaks
 // of different spaces never add up); frames come from `rec` (which must outlive the tree).
 CallTree buildCallTree(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
                        const std::optional<std::string>& space = {});

@@ -99,6 +99,17 @@ int sqliteProgressHandler(void*) { return cancelRequested() ? 1 : 0; }
 Report report(const Recording& rec, const Filter& filter, QueryControl& control) {
   return detail::controlled(control, [&] { return report(rec, filter); });
 }
+
+Report reportFirstPart(const Recording& rec, const Filter& filter, QueryControl& control) {
+  return detail::controlled(control, [&] { return reportFirstPart(rec, filter); });
+}
+
+void reportSecondPart(const Recording& rec, Report& report, QueryControl& control) {
+  detail::controlled(control, [&] {
+    reportSecondPart(rec, report);
+    return 0;
+  });
+}
 std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control) {
   return detail::controlled(control, [&] { return sites(rec, filter); });
 }

@@ -42,15 +42,23 @@ constexpr size_t kMaxSeriesPoints = 1000;
 constexpr size_t kPeakSitesMax = 1000;
 constexpr size_t kTemporariesMax = 100;
 
-Report report(const Recording& rec, const Filter& filter) {
-  // Each part is a stage of the progress a QueryControl sees (analyzer/control.h), weighted by
-  // what it roughly costs on a big recording (phases and suggestions scan every site's activity).
-  double done = 0;
-  auto stage = [&](double weight, auto&& part) {
-    detail::Stage s(done, done + weight);
-    done += weight;
+namespace {
+// Runs each part of a report as a stage of the progress a QueryControl sees (analyzer/control.h),
+// weighted by what it roughly costs on a big recording (phases and suggestions scan every site's
+// activity); the weights of both parts add up to 1.
+struct Stages {
+  double done = 0, scale = 1;
+  template <class F>
+  void operator()(double weight, F&& part) {
+    detail::Stage s(done, done + weight * scale);
+    done += weight * scale;
     part();
-  };
+  }
+};
+}  // namespace
+
+Report reportFirstPart(const Recording& rec, const Filter& filter) {
+  Stages stage{0, 1 / 0.32};
   Report r;
   r.recording = rec.info();
   validateFilter(rec, filter);
@@ -58,19 +66,36 @@ Report report(const Recording& rec, const Filter& filter) {
   if (!tail.top) tail.top = kPeakSitesMax;
   stage(0.10, [&] { r.leaks = leaks(rec, filter); });
   stage(0.15, [&] { r.peak = peak(rec, tail); });
-  if (!filter.top) tail.top = kTemporariesMax;
   stage(0.05, [&] { r.totals = totals(rec, filter); });
   stage(0.02, [&] {
     r.processes = processes(rec);
     if (filter.pid) std::erase_if(r.processes, [&](const Process& p) { return p.pid != *filter.pid; });
   });
+  r.filter = filter;
+  r.unfiltered = unfilteredNumbers(filter);
+  return r;
+}
+
+void reportSecondPart(const Recording& rec, Report& r) {
+  Stages stage{0, 1 / 0.68};
+  const Filter& filter = r.filter;
+  Filter tail = filter;
+  if (!tail.top) tail.top = kTemporariesMax;
   stage(0.25, [&] { r.phases = phases(rec, filter); });
   stage(0.05, [&] { r.fragmentation = fragmentation(rec, filter); });
   stage(0.08, [&] { r.temporaries = temporaries(rec, tail); });
   stage(0.12, [&] { r.patterns = patterns(rec, filter); });
   stage(0.18, [&] { r.suggestions = suggestions(rec, filter); });
-  r.filter = filter;
-  r.unfiltered = unfilteredNumbers(filter);
+}
+
+Report report(const Recording& rec, const Filter& filter) {
+  Report r;
+  {
+    detail::Stage first(0, 0.32);
+    r = reportFirstPart(rec, filter);
+  }
+  detail::Stage second(0.32, 1);
+  reportSecondPart(rec, r);
   return r;
 }
 

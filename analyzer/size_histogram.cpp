@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -32,20 +33,100 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
   return sizeHistogram(rec, filter, top_sites, {});
 }
 
-SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites,
-                            const std::vector<SiteCost>& range_costs) {
-  // bucket index -> site -> amounts
-  std::map<int, std::map<SiteKey, SizeBucketSite>> byBucket;
-  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
-    SizeBucketSite& s = byBucket[bucket][key];
+namespace {
+// One site's blocks to place: its amounts (of the range or the whole run) and its whole-run sizes.
+struct SiteSizes {
+  SiteKey key;
+  int64_t count, bytes, min_size, max_size;
+};
+
+// The histogram of `sites`: a site whose smallest and largest sizes share a bucket goes there
+// exactly, the others are split by their allocation rows in [from, to] when every block has
+// one, else put at their mean size.
+SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& sites, const Filter& rowFilter,
+                          std::optional<int64_t> from, std::optional<int64_t> to, size_t top_sites) {
+  // bucket index -> its sites. A site not split lands in one bucket once: a plain list; a split
+  // site's rows add up per (bucket, site) in a map (a PyTorch run has 500,000 sites: a map of
+  // them all was most of a range's histogram).
+  std::map<int, std::vector<SizeBucketSite>> byBucket;
+  std::map<int, std::map<SiteKey, SizeBucketSite>> splitByBucket;
+  auto site = [](const SiteKey& key) {
+    SizeBucketSite s;
     s.stack_id = key.stack_id;
     s.image_id = key.image_id;
     s.kind = key.kind;
-    s.count += count;
-    s.bytes += bytes;
-    s.exact = s.exact && exact;
+    return s;
+  };
+  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
+    SizeBucketSite& s = byBucket[bucket].emplace_back(site(key));
+    s.count = count;
+    s.bytes = bytes;
+    s.exact = exact;
+  };
+  auto addSplit = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes) {
+    auto [it, isNew] = splitByBucket[bucket].try_emplace(key);
+    if (isNew) it->second = site(key);
+    it->second.count += count;
+    it->second.bytes += bytes;
   };
   const bool allRows = rec.info().allocation_rows == "all";
+  std::set<SiteKey> split;  // sites to split from their allocation rows
+  SizeHistogram out;
+  for (const SiteSizes& s : sites) {
+    if (s.count <= 0) continue;
+    int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
+    if (lo == hi) {
+      add(lo, s.key, s.count, s.bytes, true);
+    } else if (allRows) {
+      split.insert(s.key);
+    } else {
+      add(sizeBucketIndex(uint64_t(s.bytes / s.count)), s.key, s.count, s.bytes, false);
+      out.estimated_count += s.count;
+    }
+  }
+  if (!split.empty()) {
+    std::string sql = "SELECT image_id, stack_id, kind, size, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?" +
+                      detail::imageCondition(rec, rowFilter, "image_id") + (rowFilter.kind ? " AND kind = ?" : "") +
+                      " GROUP BY image_id, stack_id, kind, size";
+    detail::Statement q(rec, sql.c_str());
+    q.bind(1, from.value_or(INT64_MIN));
+    q.bind(2, to.value_or(INT64_MAX));
+    if (rowFilter.kind) q.bind(3, *rowFilter.kind);
+    while (q.step()) {
+      SiteKey key{q.i64(0), q.i64(1), q.text(2)};
+      if (split.count(key)) addSplit(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5));
+    }
+  }
+  for (auto& [index, sites] : splitByBucket)
+    for (auto& [key, s] : sites) byBucket[index].push_back(std::move(s));
+  for (auto& [index, bucketSites] : byBucket) {
+    SizeBucket b;
+    b.from = index == 0 ? 0 : uint64_t(1) << index;
+    b.to = (uint64_t(1) << (index + 1)) - 1;
+    for (const SizeBucketSite& s : bucketSites) {
+      b.count += s.count;
+      b.bytes += s.bytes;
+    }
+    b.site_count = bucketSites.size();
+    auto order = [](const SizeBucketSite& x, const SizeBucketSite& y) {
+      return std::tie(y.count, y.bytes, x.stack_id, x.image_id, x.kind) <
+             std::tie(x.count, x.bytes, y.stack_id, y.image_id, y.kind);
+    };
+    const size_t keep = std::min(top_sites, bucketSites.size());
+    std::partial_sort(bucketSites.begin(), bucketSites.begin() + std::ptrdiff_t(keep), bucketSites.end(), order);
+    bucketSites.resize(keep);
+    b.sites = std::move(bucketSites);
+    for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
+    out.count += b.count;
+    out.bytes += b.bytes;
+    out.buckets.push_back(std::move(b));
+  }
+  return out;
+}
+}  // namespace
+
+SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t top_sites,
+                            const std::vector<SiteCost>& range_costs) {
   const bool timed = filter.t_from_ns || filter.t_to_ns;
   // With a time range, each site's count and bytes made in it (site_buckets: exact per site);
   // its smallest and largest sizes are the whole run's.
@@ -57,8 +138,7 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
   siteFilter.top.reset();
   siteFilter.t_from_ns.reset();
   siteFilter.t_to_ns.reset();
-  std::set<SiteKey> split;  // sites to split from their allocation rows
-  SizeHistogram out;
+  std::vector<SiteSizes> sites;
   for (const Site& s : detail::siteRows(rec, siteFilter)) {
     SiteKey key{s.image_id, s.stack_id, s.kind};
     int64_t count = s.alloc_count, bytes = s.alloc_bytes;
@@ -67,50 +147,18 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
       if (it == inRange.end()) continue;
       std::tie(count, bytes) = it->second;
     }
-    if (count <= 0) continue;
-    int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
-    if (lo == hi) {
-      add(lo, key, count, bytes, true);
-    } else if (allRows) {
-      split.insert(key);
-    } else {
-      add(sizeBucketIndex(uint64_t(bytes / count)), key, count, bytes, false);
-      out.estimated_count += count;
-    }
+    sites.push_back({std::move(key), count, bytes, s.min_size, s.max_size});
   }
-  if (!split.empty()) {
-    std::string sql = "SELECT image_id, stack_id, kind, size, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?" +
-                      detail::imageCondition(rec, filter, "image_id") + (filter.kind ? " AND kind = ?" : "") +
-                      " GROUP BY image_id, stack_id, kind, size";
-    detail::Statement q(rec, sql.c_str());
-    q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
-    q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
-    if (filter.kind) q.bind(3, *filter.kind);
-    while (q.step()) {
-      SiteKey key{q.i64(0), q.i64(1), q.text(2)};
-      if (split.count(key)) add(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5), true);
-    }
-  }
-  for (auto& [index, sites] : byBucket) {
-    SizeBucket b;
-    b.from = index == 0 ? 0 : uint64_t(1) << index;
-    b.to = (uint64_t(1) << (index + 1)) - 1;
-    for (auto& [key, s] : sites) {
-      b.count += s.count;
-      b.bytes += s.bytes;
-      b.sites.push_back(std::move(s));
-    }
-    b.site_count = b.sites.size();
-    std::sort(b.sites.begin(), b.sites.end(), [](const SizeBucketSite& x, const SizeBucketSite& y) {
-      return std::tie(y.count, y.bytes, x.stack_id) < std::tie(x.count, x.bytes, y.stack_id);
-    });
-    if (b.sites.size() > top_sites) b.sites.resize(top_sites);
-    for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
-    out.count += b.count;
-    out.bytes += b.bytes;
-    out.buckets.push_back(std::move(b));
-  }
-  return out;
+  return histogramOf(rec, sites, filter, filter.t_from_ns, filter.t_to_ns, top_sites);
+}
+
+SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, std::optional<int64_t> t_from_ns,
+                            std::optional<int64_t> t_to_ns, size_t top_sites) {
+  std::vector<SiteSizes> list;
+  list.reserve(sites.size());
+  for (const SiteCost& c : sites)
+    if (c.cost.count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, c.cost.count, c.cost.allocated, c.min_size, c.max_size});
+  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
 }
 
 }  // namespace memledger::analyzer

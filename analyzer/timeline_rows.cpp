@@ -88,17 +88,22 @@ std::vector<TimelineRow> timelineRows(const Recording& rec, const std::string& i
     decodeBuckets(q.i64(0), rec.info().schema_version, p, p ? p + q.bytes(1) : p, rows);
   }
   // A bucket written again replaces the earlier entry (as INSERT OR REPLACE did in version 2):
-  // a stable sort keeps write order within a bucket, and the last one stays.
-  std::stable_sort(rows.begin(), rows.end(), [](const TimelineRow& a, const TimelineRow& b) {
+  // a stable sort keeps write order within a bucket, and the last one stays. Rows are written in
+  // time order, so they are almost always sorted already: a check then spares the sort (10^6
+  // buckets: the sort was half of reading them).
+  auto before = [](const TimelineRow& a, const TimelineRow& b) {
     return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.image_id < b.image_id;
-  });
-  std::vector<TimelineRow> out;
-  out.reserve(rows.size());
-  for (const TimelineRow& r : rows) {
-    if (!out.empty() && out.back().t_ns == r.t_ns && out.back().image_id == r.image_id) out.back() = r;
-    else out.push_back(r);
+  };
+  if (!std::is_sorted(rows.begin(), rows.end(), before)) std::stable_sort(rows.begin(), rows.end(), before);
+  size_t kept = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (kept > 0 && rows[kept - 1].t_ns == rows[i].t_ns && rows[kept - 1].image_id == rows[i].image_id)
+      rows[kept - 1] = std::move(rows[i]);
+    else if (kept++ != i)
+      rows[kept - 1] = std::move(rows[i]);
   }
-  return out;
+  rows.resize(kept);
+  return rows;
 }
 
 }  // namespace memledger::analyzer::detail

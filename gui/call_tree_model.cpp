@@ -1,8 +1,10 @@
 #include "gui/call_tree_model.h"
 
+#include <QApplication>
 #include <QColor>
 
 #include "analyzer/format.h"
+#include "gui/theme.h"
 
 namespace memledger::gui {
 
@@ -38,7 +40,10 @@ QString amountText(int64_t v, bool bytes, bool delta) {
   return delta && v > 0 ? "+" + text : text;
 }
 
-QColor deltaColor(int64_t delta) { return delta > 0 ? QColor(190, 40, 30) : QColor(30, 90, 190); }
+QColor deltaColor(int64_t delta) {
+  const QPalette pal = QApplication::palette();  // readable on a light and on a dark base (gui/theme.h)
+  return delta > 0 ? growthColor(pal) : shrinkColor(pal);
+}
 
 QVariant costData(const an::TreeCost& c, int column, int role, bool delta) {
   int64_t v = 0;

@@ -1,5 +1,7 @@
 #include "gui/compare_view.h"
 
+#include <QApplication>
+
 #include <QHeaderView>
 #include <QMouseEvent>
 #include <QPainter>
@@ -14,6 +16,7 @@
 #include <functional>
 
 #include "analyzer/format.h"
+#include "gui/theme.h"
 #include "gui/leaks_view.h"  // stackHtml
 
 namespace memledger::gui {
@@ -57,7 +60,8 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                                           : 0;
   const bool numeric = c >= kPeak && c <= kTemporary;
   if (role == Qt::TextAlignmentRole && numeric) return int(Qt::AlignRight | Qt::AlignVCenter);
-  if (role == Qt::ForegroundRole && numeric && delta != 0) return QColor(delta > 0 ? QColor(190, 40, 30) : QColor(30, 90, 190));
+  if (role == Qt::ForegroundRole && numeric && delta != 0)
+    return delta > 0 ? growthColor(QApplication::palette()) : shrinkColor(QApplication::palette());
   if (role == Qt::UserRole && numeric) return qlonglong(delta);
   if (role != Qt::DisplayRole && role != Qt::UserRole) return {};
   switch (c) {
@@ -227,7 +231,7 @@ void CompareView::compare(const QString& before, const QString& after) {
   header_->setText(tr("Comparing %1 with %2…").arg(after, before));
   QPointer<CompareView> self(this);
   const std::string a = before.toStdString(), b = after.toStdString();
-  watcher_.setFuture(QtConcurrent::run([self, a, b] {
+  watcher_.setFuture(QtConcurrent::run(&pool_, [self, a, b] {
     std::shared_ptr<const an::DiffResult> result;
     QString message;
     try {

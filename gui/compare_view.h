@@ -7,6 +7,7 @@
 #include <QAbstractTableModel>
 #include <QComboBox>
 #include <QFutureWatcher>
+#include <QThreadPool>
 #include <QLabel>
 #include <QTableView>
 #include <QTextBrowser>
@@ -85,6 +86,7 @@ class CompareView : public QWidget {
   void show(std::shared_ptr<const analyzer::DiffResult> diff);
   std::shared_ptr<const analyzer::DiffResult> diff_;
   QString error_;
+  QThreadPool pool_;  // not Qt's global pool, which the raster engine's paints wait for (gui/document.h)
   QFutureWatcher<void> watcher_;
   QLabel* header_;
   QComboBox* metric_;

@@ -11,7 +11,10 @@ namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
-Document::Document(QObject* parent) : QObject(parent) {}
+Document::Document(QObject* parent) : QObject(parent) {
+  // An open or a range job, the tree shapes' job a range job waits for, and the freeing of old trees.
+  pool_.setMaxThreadCount(4);
+}
 
 Document::~Document() {
   cancel();
@@ -26,7 +29,9 @@ void Document::waitAll() {
 
 void Document::cancel() {
   if (control_) control_->cancel();
+  if (indexControl_) indexControl_->cancel();  // ensureIndex() starts again when asked
 }
+
 
 // Cancelled by the user (not by a newer request, which owns the busy state now): idle.
 void Document::idleAfterCancel(QPointer<Document> self, uint64_t gen) {
@@ -61,6 +66,32 @@ void wireProgress(an::QueryControl& control, QPointer<Document> doc, uint64_t ge
 }
 }  // namespace
 
+Document::IndexFuture Document::ensureIndex() {
+  using namespace std::chrono_literals;
+  const bool failed = index_.valid() && index_.wait_for(0s) == std::future_status::ready && [&] {
+    try {
+      index_.get();
+      return false;
+    } catch (...) {
+      return true;
+    }
+  }();
+  if (index_.valid() && !failed) return index_;
+  auto promise = std::make_shared<std::promise<std::shared_ptr<const an::TreeIndex>>>();
+  index_ = promise->get_future().share();
+  auto control = std::make_shared<an::QueryControl>();
+  indexControl_ = control;
+  wireProgress(*control, QPointer<Document>(this), generation_, &generation_, tr("Building call trees"));
+  jobs_.append(QtConcurrent::run(&pool_, [promise, control, rec = data_->rec] {
+    try {
+      promise->set_value(an::TreeIndex::build(*rec, *control));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }));
+  return index_;
+}
+
 void Document::open(const QString& path) {
   cancel();
   ++compareGeneration_;  // a comparison still loading was with the old recording
@@ -74,13 +105,14 @@ void Document::open(const QString& path) {
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, tr("Reading %1").arg(QFileInfo(path).fileName()));
   const std::string file = path.toStdString();
-  jobs_.append(QtConcurrent::run([self, gen, control, file] {
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, control, file] {
     QElapsedTimer timer;
     timer.start();
     std::shared_ptr<RecordingData> out;
     QString message;
     try {
-      out = loadRecording(file, *control, true);
+      // The first part of the report only: the Summary and the Timeline show before the rest.
+      out = loadRecording(file, *control, true, true);
     } catch (const an::Cancelled&) {
       idleAfterCancel(self, gen);
       return;
@@ -99,8 +131,10 @@ void Document::open(const QString& path) {
             emit self->failed(message);
             return;
           }
+          if (self->indexControl_) self->indexControl_->cancel();
           self->data_ = out;
           self->range_.reset();
+          self->index_ = {};
           self->liveAt_.reset();
           self->compare_.reset();
           self->show_ = Show::A;
@@ -111,6 +145,39 @@ void Document::open(const QString& path) {
           self->openSeconds_ = seconds;
           emit self->opened();  // the Charts view asks for the new recording's charts
           self->startRange(out, std::nullopt, std::nullopt, true);
+        },
+        Qt::QueuedConnection);
+    if (!out) return;
+    // The rest of the report (phases, fragmentation, temporaries, patterns, suggestions) into a
+    // report of its own: the views read the published one meanwhile.
+    auto rest = std::make_shared<an::Report>();
+    rest->filter = out->report.filter;
+    try {
+      an::reportSecondPart(*out->rec, *rest, *control);
+    } catch (const an::Cancelled&) {
+      return;
+    } catch (const std::exception& e) {
+      rest.reset();
+      message = QString::fromStdString(e.what());
+    }
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, gen, out, rest, message] {
+          if (!self || self->data_ != out) return;
+          if (!rest) {
+            emit self->failed(message);
+            return;
+          }
+          // On the GUI thread, the one that reads these parts (workers read only the first part).
+          an::Report& r = out->report;
+          r.phases = std::move(rest->phases);
+          r.fragmentation = std::move(rest->fragmentation);
+          r.temporaries = std::move(rest->temporaries);
+          r.patterns = std::move(rest->patterns);
+          r.suggestions = std::move(rest->suggestions);
+          out->complete = true;
+          emit self->reportCompleted();
         },
         Qt::QueuedConnection);
   }));
@@ -153,7 +220,7 @@ void Document::setCompare(const QString& path) {
   QPointer<Document> self(this);
   const std::string file = path.toStdString();
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
-  jobs_.append(QtConcurrent::run([self, gen, file] {
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, file] {
     std::shared_ptr<RecordingData> out;
     QString message;
     try {
@@ -208,7 +275,7 @@ void Document::startCharts() {
   std::shared_ptr<const RecordingData> a = data_, b = compare_;
   chartsBusy_ = true;
   QPointer<Document> self(this);
-  jobs_.append(QtConcurrent::run([self, gen, control, req, show, a, b] {
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, control, req, show, a, b] {
     std::shared_ptr<an::SiteCharts> out;
     try {
       if (show == Show::Diff) out = std::make_shared<an::SiteCharts>(an::diffCharts(*a->rec, *b->rec, req, *control));
@@ -250,7 +317,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   request.to = to;
   request.live_at = from || to ? std::nullopt : liveAt_;
   request.space = space_.toStdString();
-  jobs_.append(QtConcurrent::run([self, gen, control, request] {
+  request.index = ensureIndex();  // A's tree shapes: the job waits for them
+  jobs_.append(QtConcurrent::run(&pool_, [self, gen, control, request] {
     QElapsedTimer timer;
     timer.start();
     std::shared_ptr<RangeData> r;
@@ -281,7 +349,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
           // The old trees hold millions of nodes: once the views let go of them, freeing them is
           // a worker's job, not a frame's.
           if (old && old.use_count() == 1)
-            (void)QtConcurrent::run([old = std::move(old)]() mutable { old.reset(); });
+            (void)QtConcurrent::run(&self->pool_, [old = std::move(old)]() mutable { old.reset(); });
         },
         Qt::QueuedConnection);
   }));

@@ -1,7 +1,7 @@
 // One open recording and the answers the views show, computed on worker threads.
 //
-// The GUI thread never runs a query: open() and setRange() start a job on the global thread pool
-// (QtConcurrent) that asks the analyzer and hands plain value structs back with a queued call.
+// The GUI thread never runs a query: open() and setRange() start a job on the document's own
+// thread pool (QtConcurrent) that asks the analyzer and hands plain value structs back with a queued call.
 // A newer request cancels the older one through its QueryControl (analyzer/analyzer.h), and a
 // result that arrives after a newer request is dropped. Views only read what is published here.
 #pragma once
@@ -10,7 +10,9 @@
 #include <QObject>
 #include <QPointer>
 #include <QString>
+#include <QThreadPool>
 
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -20,13 +22,23 @@
 #include "analyzer/series_set.h"
 #include "analyzer/site_chart.h"
 #include "analyzer/size_histogram.h"
+#include "analyzer/tree_index.h"
 
 namespace memledger::gui {
+
+// The most sites a list of the report (leaks, live at the peak, temporaries) holds in the GUI:
+// every leak site with its stack copied was gigabytes for a PyTorch run's 210,000 leak sites.
+// The totals are over every site; the trees hold every site.
+inline constexpr size_t kListedSites = 1000;
 
 // What the Summary and the Timeline need: read first, so they show before the trees are built.
 struct RecordingData {
   std::shared_ptr<analyzer::Recording> rec;  // shared with the jobs that still read it
+  // analyzer::reportFirstPart() when opened; its second part (phases, fragmentation,
+  // temporaries, patterns, suggestions) is filled in on the GUI thread when it is done
+  // (Document::reportCompleted), then `complete` is set. Workers read only the first part.
   analyzer::Report report;
+  bool complete = false;
   std::vector<analyzer::NamedSeries> series;
   std::vector<analyzer::Marker> markers;
   // Per series (same order), coarser copies for drawing a wide view: each the series
@@ -56,6 +68,8 @@ struct RangeData {
   std::vector<analyzer::TreeCost> top_down_change, bottom_up_change;
   bool diff() const { return show == Show::Diff; }
   bool peakFollows() const { return live.available; }
+  // The recording's tree shapes (built once), whose trees these are when shown is A alone.
+  std::shared_ptr<const analyzer::TreeIndex> index;
   std::optional<int64_t> from_ns, to_ns;
   std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
   std::vector<std::string> spaces;   // the spaces the sites are in, sorted
@@ -109,6 +123,7 @@ class Document : public QObject {
  signals:
   void progress(const QString& stage, double fraction);
   void opened();        // data() is the new recording's (Summary, Timeline)
+  void reportCompleted();  // data()->report has its second part (phases, suggestions, ...)
   void rangeChanged();  // range() holds the trees and leaks of the current range
   void failed(const QString& message);  // a one-line message; data() is unchanged
   void busyChanged(bool busy);
@@ -131,6 +146,12 @@ class Document : public QObject {
   std::shared_ptr<const RecordingData> data_;
   std::shared_ptr<const RangeData> range_;
   std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job
+  // The open recording's tree shapes, made once on a job of their own (a range job waits for
+  // them; a newer range does not cancel them, a user's Cancel or another file does).
+  using IndexFuture = std::shared_future<std::shared_ptr<const analyzer::TreeIndex>>;
+  IndexFuture ensureIndex();
+  IndexFuture index_;
+  std::shared_ptr<analyzer::QueryControl> indexControl_;
   uint64_t generation_ = 0;
   bool busy_ = false;
   double openSeconds_ = 0, rangeSeconds_ = 0;
@@ -144,6 +165,10 @@ class Document : public QObject {
   std::shared_ptr<analyzer::QueryControl> chartControl_;
   uint64_t chartGeneration_ = 0;
   bool chartsBusy_ = false;
+  // The analyzer's jobs run on a pool of their own, never Qt's global one: Qt's raster engine
+  // hands parts of a paint to the global pool and waits for them, so a global pool busy with a
+  // long query stalled every paint of the window until the query ended (seconds).
+  QThreadPool pool_;
 };
 
 }  // namespace memledger::gui

@@ -8,10 +8,18 @@ namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
-std::shared_ptr<RecordingData> loadRecording(const std::string& file, an::QueryControl& control, bool levels) {
+std::shared_ptr<RecordingData> loadRecording(const std::string& file, an::QueryControl& control, bool levels,
+                                             bool firstPart) {
   auto d = std::make_shared<RecordingData>();
   d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
-  d->report = an::report(*d->rec, {}, control);
+  an::Filter listed;
+  listed.top = kListedSites;
+  if (firstPart) {
+    d->report = an::reportFirstPart(*d->rec, listed, control);
+  } else {
+    d->report = an::report(*d->rec, listed, control);
+    d->complete = true;
+  }
   d->series = an::memorySeries(*d->rec, control);
   d->markers = an::markers(*d->rec);
   for (const auto& s : d->series) {
@@ -40,8 +48,9 @@ namespace {
 // One recording's site costs for the request, and the live set (the range's peak, or what was
 // live at the chosen instant) that is to replace their whole-run peak.
 std::vector<an::SiteCost> costsOf(const RecordingData& d, const RangeRequest& q, an::LiveSet& live,
-                                  an::QueryControl& control) {
-  std::vector<an::SiteCost> costs = an::siteCosts(*d.rec, q.from, q.to, control);
+                                  an::QueryControl& control, const an::TreeIndex* index = nullptr) {
+  std::vector<an::SiteCost> costs =
+      index ? index->siteCosts(index->costs(*d.rec, q.from, q.to, control)) : an::siteCosts(*d.rec, q.from, q.to, control);
   if (q.live_at) live = an::liveAt(*d.rec, *q.live_at, control);
   else if (q.from || q.to) live = an::rangePeak(*d.rec, q.from.value_or(0), q.to.value_or(d.end_ns), &d.series, control);
   return costs;
@@ -57,7 +66,15 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   r->shown = r->show == Show::B ? q.b : q.a;
   const RecordingData& shown = *r->shown;
   const an::Recording& rec = *shown.rec;
-  r->costs = costsOf(shown, q, r->live, control);
+  // A alone: its tree shapes, made once, re-costed (analyzer/tree_index.h).
+  std::shared_ptr<const an::TreeIndex> index;
+  if (r->show == Show::A && q.index.valid()) {
+    while (q.index.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+      if (control.cancelled) throw an::Cancelled();
+    index = q.index.get();
+    r->index = index;
+  }
+  r->costs = costsOf(shown, q, r->live, control, index.get());
   if (control.cancelled) throw an::Cancelled();
   std::vector<an::SiteCost> costsB;
   an::LiveSet liveB;
@@ -75,9 +92,16 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   for (const auto& c : costsB) spaces.insert(c.space);
   r->spaces.assign(spaces.begin(), spaces.end());
   if (!q.space.empty() && spaces.count(q.space)) r->space = q.space;
-  const an::SiteFrames frames = an::siteFrames(rec, r->costs);
+  // The live set may have put a site of its own in (none of the index's): then from scratch.
+  std::optional<std::vector<an::TreeCost>> indexed = index ? index->costsOf(r->costs) : std::nullopt;
+  const an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();
-  if (r->diff()) {
+  if (indexed) {
+    an::TreeIndex::Trees trees = index->trees(*indexed, r->space);
+    r->top_down = std::move(trees.top_down);
+    r->bottom_up = std::move(trees.bottom_up);
+    r->symbols = std::move(trees.symbols);
+  } else if (r->diff()) {
     const an::SiteFrames framesB = an::siteFrames(*q.b->rec, costsB);
     an::DiffTree down = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::TopDown, r->space);
     an::DiffTree up = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::BottomUp, r->space);
@@ -98,9 +122,11 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   an::Filter f;
   f.t_from_ns = q.from;
   f.t_to_ns = q.to;
+  f.top = kListedSites;
   r->leaks = q.from || q.to ? an::leaks(rec, f) : shown.report.leaks;
   if (control.cancelled) throw an::Cancelled();
-  r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
+  // The range's costs (their sizes: the whole run's, in the site list): no site read again.
+  r->sizes = an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
   return r;
 }
 

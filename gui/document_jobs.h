@@ -3,6 +3,7 @@
 // analyzer questions, put together for the views.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,14 +13,19 @@
 namespace memledger::gui {
 
 // Opens `file` and reads the Summary's and the Timeline's data (with the timeline's coarser
-// copies when `levels`). Throws what the analyzer throws (RecordingError, Cancelled).
-std::shared_ptr<RecordingData> loadRecording(const std::string& file, analyzer::QueryControl& control, bool levels);
+// copies when `levels`; only analyzer::reportFirstPart() when `firstPart`, the Document adds
+// the second part when it is done). Throws what the analyzer throws (RecordingError, Cancelled).
+std::shared_ptr<RecordingData> loadRecording(const std::string& file, analyzer::QueryControl& control, bool levels,
+                                             bool firstPart = false);
 
 struct RangeRequest {
   std::shared_ptr<const RecordingData> a, b;  // b: the comparison, when one is open
   Show show = Show::A;
   std::optional<int64_t> from, to, live_at;
   std::string space;  // the wanted space ("" every space)
+  // A's tree shapes (made once per recording; the job waits for them): A's trees are re-costed
+  // on them. B's and B − A's are built from scratch.
+  std::shared_future<std::shared_ptr<const analyzer::TreeIndex>> index;
 };
 
 // The trees, caller/callee, leaks and sizes of the request. With a range or live_at the peak

@@ -26,7 +26,7 @@ namespace memledger::gui {
 namespace an = memledger::analyzer;
 
 namespace {
-constexpr double kRowHeight = 18;
+constexpr double kMinRowHeight = 18;
 
 QString amountText(int64_t v, an::TreeMetric m) {
   bool counts = m == an::TreeMetric::Count || m == an::TreeMetric::Temporary;
@@ -86,7 +86,9 @@ void FlameGraphCanvas::layoutBoxes() {
   auto cost = [&](int32_t n) { return widthCost(n); };
   const int64_t rootCost = cost(zoom_);
   if (rootCost <= 0) return;
-  auto yOf = [&](int depth) { return icicle_ ? depth * kRowHeight : height() - (depth + 1) * kRowHeight; };
+  // A row fits the font (a large or scaled font must not clip the names).
+  const double rowHeight = std::max(kMinRowHeight, double(fontMetrics().height()) + 4);
+  auto yOf = [&](int depth) { return icicle_ ? depth * rowHeight : height() - (depth + 1) * rowHeight; };
   auto matches = [&](int32_t n) {
     return !search_.isEmpty() && QString::fromStdString(t->nodes[size_t(n)].symbol).contains(search_, Qt::CaseInsensitive);
   };
@@ -96,7 +98,7 @@ void FlameGraphCanvas::layoutBoxes() {
   std::reverse(chain.begin(), chain.end());
   int depth = 0;
   for (size_t i = 0; i + 1 < chain.size(); ++i, ++depth)
-    boxes_.push_back({chain[i], QRectF(0, yOf(depth), w, kRowHeight - 1), matches(chain[i])});
+    boxes_.push_back({chain[i], QRectF(0, yOf(depth), w, rowHeight - 1), matches(chain[i])});
   const int64_t minCost = std::max<int64_t>(1, int64_t(double(rootCost) * threshold_ / 100.0));
   struct Item {
     int32_t node;
@@ -112,9 +114,9 @@ void FlameGraphCanvas::layoutBoxes() {
     todo.pop_back();
     bool m = matches(it.node);
     if (m && !it.underMatch) matchedCost_ += cost(it.node);
-    boxes_.push_back({it.node, QRectF(it.x, yOf(it.depth), it.width, kRowHeight - 1), m});
+    boxes_.push_back({it.node, QRectF(it.x, yOf(it.depth), it.width, rowHeight - 1), m});
     rows = std::max(rows, it.depth + 1);
-    kids = t->nodes[size_t(it.node)].children;
+    kids.assign(t->nodes[size_t(it.node)].children.begin(), t->nodes[size_t(it.node)].children.end());
     std::sort(kids.begin(), kids.end(), [&](int32_t a, int32_t b) { return cost(a) > cost(b); });
     double x = it.x;
     const int64_t parentCost = std::max<int64_t>(1, cost(it.node));
@@ -127,7 +129,7 @@ void FlameGraphCanvas::layoutBoxes() {
       x += kw;
     }
   }
-  setMinimumHeight(int((rows + 1) * kRowHeight));
+  setMinimumHeight(int((rows + 1) * rowHeight));
 }
 
 QString FlameGraphCanvas::tooltipFor(int32_t node) const {

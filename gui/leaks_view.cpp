@@ -1,5 +1,7 @@
 #include "gui/leaks_view.h"
 
+#include <QLabel>
+
 #include <QHeaderView>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
@@ -102,7 +104,11 @@ QString stackHtml(const an::Stack& stack) {
 }
 
 LeaksView::LeaksView(QWidget* parent)
-    : QWidget(parent), model_(new LeaksModel(this)), table_(new QTableView(this)), stack_(new QTextBrowser(this)) {
+    : QWidget(parent),
+      model_(new LeaksModel(this)),
+      table_(new QTableView(this)),
+      stack_(new QTextBrowser(this)),
+      note_(new QLabel(this)) {
   setObjectName("leaks");
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model_);
@@ -125,6 +131,9 @@ LeaksView::LeaksView(QWidget* parent)
   split->setStretchFactor(1, 2);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
+  note_->setWordWrap(true);
+  note_->hide();
+  layout->addWidget(note_);
   layout->addWidget(split);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this, proxy](const QModelIndex& cur) {
     const an::SiteAmount* s = model_->site(proxy->mapToSource(cur).row());
@@ -140,6 +149,16 @@ LeaksView::LeaksView(QWidget* parent)
 }
 
 void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
+  const an::Leaks* leaks = range ? &range->leaks : nullptr;
+  const bool cut = leaks && leaks->site_count > leaks->sites.size();
+  if (cut)
+    note_->setText(tr("The %1 largest of %2 leaking sites (%3 in %4 blocks in all); the trees and the flame graph "
+                      "with the metric \"leaked\" hold every site.")
+                       .arg(QString::fromStdString(an::formatCount(int64_t(leaks->sites.size()))),
+                            QString::fromStdString(an::formatCount(int64_t(leaks->site_count))),
+                            QString::fromStdString(an::formatBytes(leaks->bytes)),
+                            QString::fromStdString(an::formatCount(leaks->count))));
+  note_->setVisible(cut);
   model_->setLeaks(std::move(range));
   table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
   if (model_->rowCount() > 0) table_->selectRow(0);

@@ -11,6 +11,8 @@
 
 #include "gui/document.h"
 
+class QLabel;
+
 namespace memledger::gui {
 
 class LeaksModel : public QAbstractTableModel {
@@ -42,11 +44,13 @@ class LeaksView : public QWidget {
   QTableView* table() const { return table_; }
   LeaksModel* model() const { return model_; }
   QTextBrowser* stack() const { return stack_; }
+  QLabel* note() const { return note_; }
 
  private:
   LeaksModel* model_;
   QTableView* table_;
   QTextBrowser* stack_;
+  QLabel* note_;  // when only the largest sites are listed
 };
 
 class SuggestionsView : public QWidget {

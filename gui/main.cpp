@@ -1,4 +1,4 @@
-// memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]
+// memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]] [--dark]
 // With --screenshot it opens FILE headless-capable (QT_QPA_PLATFORM=offscreen), waits for the
 // recording and the range's trees, writes the view as PNG and exits: 0 written, 2 bad usage or
 // an unreadable recording (its one-line message on stderr; the window showing it is still written).
@@ -16,6 +16,7 @@
 #include "gui/fragmentation_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
+#include "gui/theme.h"
 #include "gui/timeline_widget.h"
 
 namespace {
@@ -26,6 +27,7 @@ const char* kUsage =
     "                                             space of the range the fragmentation map shows first\n"
     "       [--at TIME]          the trees' peak column is what was live at TIME (\"1.5s\")\n"
     "       [--show a|b|diff]    with --compare: what the per-site views show (default diff)\n"
+    "       [--dark]   a dark theme (also MEMLEDGER_GUI_THEME=dark)\n"
     "       [--chart consumed|allocations|allocated|temporary] [--group function|site]   the Charts view\n"
     "  NAME: summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes,\n"
     "        suggestions, compare (FILE2 against FILE, with --compare), fragmentation\n"
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   QString file, screenshot, viewName = "summary", range, space, compare, at, show = "diff", chart, group;
   bool spaceGiven = false;
   bool measure = false;
+  bool dark = qgetenv("MEMLEDGER_GUI_THEME") == "dark";
   for (int i = 0; i < args.size(); ++i) {
     const QString& a = args[i];
     auto value = [&](QString* out) {
@@ -59,6 +62,8 @@ int main(int argc, char** argv) {
     } else if (a == "--space") {
       if (!value(&space)) return std::fputs(kUsage, stderr), 2;
       spaceGiven = true;
+    } else if (a == "--dark") {
+      dark = true;
     } else if (a == "--at") {
       if (!value(&at)) return std::fputs(kUsage, stderr), 2;
     } else if (a == "--show") {
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (dark) memledger::gui::applyDarkTheme(app);
   using memledger::gui::MainWindow;
   if ((!screenshot.isEmpty() && (file.isEmpty() || !MainWindow::viewNames().contains(viewName))) ||
       (!compare.isEmpty() && file.isEmpty())) {

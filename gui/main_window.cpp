@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include <cstdio>
+#include <ctime>
 #include <tuple>
 
 #include "analyzer/format.h"
@@ -81,6 +82,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(suggestions_, tr("S&uggestions"));
   tabs_->addTab(compare_, tr("Co&mpare"));
   tabs_->addTab(fragmentation_, tr("Fra&gmentation"));
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { bringUpToDate(tabs_->currentWidget()); });
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);
@@ -164,6 +166,11 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(doc_, &Document::opened, this, &MainWindow::onOpened);
   connect(doc_, &Document::rangeChanged, this, &MainWindow::onRange);
+  connect(doc_, &Document::reportCompleted, this, [this] {
+    summary_->setData(doc_->data(), doc_->range());
+    suggestions_->setData(doc_->data());
+    timeline_->update();  // the phases
+  });
   connect(doc_, &Document::failed, this, [this](const QString& msg) {
     if (!doc_->data()) {
       message_->setText(tr("<b>Cannot show this recording</b><br><br>%1").arg(msg.toHtmlEscaped()));
@@ -193,6 +200,12 @@ QStringList MainWindow::viewNames() {
 }
 
 QWidget* MainWindow::view(const QString& name) const {
+  QWidget* w = viewWidget(name);
+  bringUpToDate(w);
+  return w;
+}
+
+QWidget* MainWindow::viewWidget(const QString& name) const {
   if (name == "summary") return summary_;
   if (name == "timeline") return timeline_;
   if (name == "flamegraph") return flame_;
@@ -209,7 +222,7 @@ QWidget* MainWindow::view(const QString& name) const {
 }
 
 bool MainWindow::showView(const QString& name) {
-  QWidget* w = view(name);
+  QWidget* w = viewWidget(name);
   if (!w) return false;
   if (w != timeline_) tabs_->setCurrentWidget(w);
   return true;
@@ -331,24 +344,21 @@ void MainWindow::onRange() {
   QElapsedTimer t;
   t.start();
   QStringList times;
-  auto lap = [&](const char* what) {
-    if (timing) times << QString("%1 %2 ms").arg(what).arg(t.nsecsElapsed() / 1e6, 0, 'f', 1);
-    t.restart();
+  auto cpuNs = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return qint64(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   };
-  summary_->setData(doc_->data(), range);
-  lap("summary");
-  topDown_->setRange(range);
-  lap("top-down");
-  bottomUp_->setRange(range);
-  lap("bottom-up");
-  callerCallee_->setRange(range);
-  lap("caller-callee");
-  flame_->setRange(range);
-  lap("flamegraph");
-  leaks_->setRange(range);
-  lap("leaks");
-  sizes_->setRange(range);
-  lap("sizes");
+  qint64 cpu = cpuNs();
+  auto lap = [&](const char* what) {
+    if (timing)
+      times << QString("%1 %2 ms (cpu %3)").arg(what).arg(t.nsecsElapsed() / 1e6, 0, 'f', 1).arg((cpuNs() - cpu) / 1e6, 0, 'f', 1);
+    t.restart();
+    cpu = cpuNs();
+  };
+  stale_ = {summary_, topDown_, bottomUp_, callerCallee_, flame_, leaks_, sizes_};
+  bringUpToDate(tabs_->currentWidget());
+  lap(qPrintable(tabs_->currentWidget()->objectName()));
   if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
   status_->setText(range->ranged() || range->live_at_ns || range->diff()
                        ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
@@ -356,6 +366,18 @@ void MainWindow::onRange() {
                                          .arg(doc_->openSeconds(), 0, 'f', 2)
                                          .arg(doc_->rangeSeconds(), 0, 'f', 2));
   emit ready();
+}
+
+void MainWindow::bringUpToDate(QWidget* w) const {
+  if (!stale_.erase(w)) return;
+  auto range = doc_->range();
+  if (w == summary_) summary_->setData(doc_->data(), range);
+  else if (w == topDown_) topDown_->setRange(range);
+  else if (w == bottomUp_) bottomUp_->setRange(range);
+  else if (w == callerCallee_) callerCallee_->setRange(range);
+  else if (w == flame_) flame_->setRange(range);
+  else if (w == leaks_) leaks_->setRange(range);
+  else if (w == sizes_) sizes_->setRange(range);
 }
 
 void MainWindow::followLink(const QString& link) {

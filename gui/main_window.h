@@ -6,6 +6,8 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QMainWindow>
+
+#include <set>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QStackedWidget>
@@ -38,6 +40,7 @@ class MainWindow : public QMainWindow {
   // fragmentation
   static QStringList viewNames();
   bool showView(const QString& name);
+  // A view that is not on screen takes a new range when it is shown or asked for here.
   QWidget* view(const QString& name) const;
   Document* document() const { return doc_; }
   TimelineWidget* timeline() const { return timeline_; }
@@ -69,6 +72,11 @@ class MainWindow : public QMainWindow {
   void followLink(const QString& link);
   void onOpened();
   void onRange();
+  QWidget* viewWidget(const QString& name) const;
+  // Gives `w` the current range if it has not taken it yet (views off screen wait until shown:
+  // a range costs the GUI thread only the visible view's update).
+  void bringUpToDate(QWidget* w) const;
+  mutable std::set<QWidget*> stale_;
 
   Document* doc_;
   QStackedWidget* pages_;

@@ -1,6 +1,7 @@
 #include "gui/measure.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -15,6 +16,14 @@
 
 namespace memledger::gui {
 
+namespace {
+qint64 threadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return qint64(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+}  // namespace
+
 bool GuiApplication::notify(QObject* receiver, QEvent* event) {
   if (!timing || depth_ > 0) {
     ++depth_;
@@ -24,12 +33,20 @@ bool GuiApplication::notify(QObject* receiver, QEvent* event) {
   }
   QElapsedTimer t;
   t.start();
+  const qint64 cpu0 = threadCpuNs();
+  const int type = int(event->type());  // the event may be gone after the dispatch
+  const QString name = receiver ? receiver->metaObject()->className() : "?";
   ++depth_;
   bool r = QApplication::notify(receiver, event);
   --depth_;
+  const qint64 cpu = threadCpuNs() - cpu0;
   if (t.nsecsElapsed() > maxDispatchNs) {
     maxDispatchNs = t.nsecsElapsed();
-    slowest = QString("%1/%2").arg(receiver ? receiver->metaObject()->className() : "?").arg(int(event->type()));
+    slowest = QString("%1/%2").arg(name).arg(type);
+  }
+  if (cpu > maxDispatchCpuNs) {
+    maxDispatchCpuNs = cpu;
+    slowestCpu = QString("%1/%2").arg(name).arg(type);
   }
   return r;
 }
@@ -94,6 +111,21 @@ int measureWindow(MainWindow& window, const QString& file) {
     window.repaint();  // every view shown with the range's data (timed as one event below)
     rangeMs[i++] = r.nsecsElapsed() / 1e6;
   }
+  // Every view shown in turn after the last range (each takes the range then, and paints): the
+  // longest, in wall and CPU time.
+  double showMs = 0, showCpuMs = 0;
+  QString slowestView;
+  for (const char* v : {"flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "summary"}) {
+    QElapsedTimer s;
+    s.start();
+    const qint64 cpu0 = threadCpuNs();
+    window.showView(v);
+    window.repaint();
+    const double ms = s.nsecsElapsed() / 1e6, cpuMs = (threadCpuNs() - cpu0) / 1e6;
+    if (cpuMs > showCpuMs) slowestView = v;
+    showMs = std::max(showMs, ms);
+    showCpuMs = std::max(showCpuMs, cpuMs);
+  }
   // One paint of the timeline alone at the whole run and zoomed to a tenth: its share of a frame.
   double paintMs = 0;
   for (auto [a, b] : {std::pair<int64_t, int64_t>{0, end + 1}, std::pair<int64_t, int64_t>{end / 3, end / 3 + end / 10}}) {
@@ -111,8 +143,10 @@ int measureWindow(MainWindow& window, const QString& file) {
   const double fileMiB = double(QFileInfo(file).size()) / (1024.0 * 1024.0);
   std::printf(
       "interactive_s=%.3f trees_s=%.3f range_10pct_ms=%.1f range_50pct_ms=%.1f gui_max_event_ms=%.1f gui_max_timer_gap_ms=%.1f "
-      "slowest_event=%s timeline_paint_ms=%.1f peak_rss_mib=%.1f file_mib=%.1f allocations=%lld sites=%zu\n",
-      interactive, trees, rangeMs[0], rangeMs[1], GuiApplication::maxDispatchNs / 1e6, std::max<qint64>(0, maxGap - 1000000) / 1e6, qPrintable(GuiApplication::slowest), paintMs, rssMiB, fileMiB,
+      "slowest_event=%s gui_max_event_cpu_ms=%.1f slowest_cpu_event=%s view_show_ms=%.1f view_show_cpu_ms=%.1f slowest_view=%s timeline_paint_ms=%.1f peak_rss_mib=%.1f file_mib=%.1f allocations=%lld sites=%zu\n",
+      interactive, trees, rangeMs[0], rangeMs[1], GuiApplication::maxDispatchNs / 1e6, std::max<qint64>(0, maxGap - 1000000) / 1e6, qPrintable(GuiApplication::slowest),
+      GuiApplication::maxDispatchCpuNs / 1e6, qPrintable(GuiApplication::slowestCpu), showMs, showCpuMs,
+      qPrintable(slowestView), paintMs, rssMiB, fileMiB,
       static_cast<long long>(doc->data()->report.totals.allocations), doc->range()->costs.size());
   return 0;
 }

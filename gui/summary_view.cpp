@@ -1,8 +1,11 @@
 #include "gui/summary_view.h"
 
+#include <QApplication>
+
 #include <algorithm>
 
 #include "analyzer/format.h"
+#include "gui/theme.h"
 
 namespace memledger::gui {
 
@@ -66,8 +69,9 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   std::string title = r.recording.command.empty() ? r.recording.path : r.recording.command;
   if (title.size() > 160) title = title.substr(0, 150) + "...";
   h += QString("<h2>%1</h2>").arg(esc(title));
+  const QString warn = warningColor(QApplication::palette()).name();
   if (!r.recording.complete)
-    h += "<p style='color:#c0392b'><b>" +
+    h += "<p style='color:" + warn + "'><b>" +
          QObject::tr("This recording is incomplete: the recorder did not finish (it is still recording, or it "
                      "was killed). What it wrote is shown; the end of the run may be missing.") +
          "</b></p>";
@@ -119,7 +123,7 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
     h += QString("<tr><td>%1</td><td>%2</td><td>%3</td><td align=right>%4</td><td align=right>%5</td><td align=right>%6</td></tr>")
              .arg(p.pid)
              .arg(p.command.size() > 110 ? esc(p.command.substr(0, 100)) + "&hellip;" : esc(p.command))
-             .arg(bad ? "<span style='color:#c0392b'>" + ended + "</span>" : ended)
+             .arg(bad ? "<span style='color:" + warn + "'>" + ended + "</span>" : ended)
              .arg(bytes(p.peak_heap_bytes), bytes(p.peak_rss),
                   p.end_ns ? dur(*p.end_ns - p.start_ns) : QObject::tr("?"));
   }
@@ -127,7 +131,9 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
 
   // Suggestions with their evidence.
   h += "<h3><a href='view:suggestions'>" + QObject::tr("Suggestions") + "</a></h3>";
-  if (r.suggestions.empty()) h += "<p><i>" + QObject::tr("none") + "</i></p>";
+  const QString computing = "<p><i>" + QObject::tr("computing...") + "</i></p>";
+  if (!d.complete) h += computing;
+  else if (r.suggestions.empty()) h += "<p><i>" + QObject::tr("none") + "</i></p>";
   h += "<ol>";
   size_t n = 0;
   for (const auto& s : r.suggestions) {
@@ -159,7 +165,10 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
     h += "<h3>" + QObject::tr("Most allocations") + "</h3><p><i>" + QObject::tr("building call trees...") + "</i></p>";
   }
   h += "</td><td valign=top>";
-  h += topList(QObject::tr("Most temporary allocations"), "view:flamegraph?metric=temporary", r.temporaries, true);
+  if (d.complete)
+    h += topList(QObject::tr("Most temporary allocations"), "view:flamegraph?metric=temporary", r.temporaries, true);
+  else
+    h += "<h3>" + QObject::tr("Most temporary allocations") + "</h3>" + computing;
   h += "</td></tr></table></body></html>";
   return h;
 }

@@ -40,9 +40,10 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
 }
 
 QColor TimelineWidget::seriesColor(const QString& name) {
+  // At least 3:1 against a white and a dark base (gui/theme.cpp), as graphics should be.
   if (name == "heap") return QColor(0x2f, 0x80, 0xed);
-  if (name == "mmap") return QColor(0x27, 0xae, 0x60);
-  if (name == "rss") return QColor(0xe6, 0x7e, 0x22);
+  if (name == "mmap") return QColor(0x22, 0x9a, 0x55);
+  if (name == "rss") return QColor(0xdb, 0x6e, 0x12);
   // Devices and pools: hues spread by name, readable on light and dark backgrounds.
   uint h = qHash(name);
   return QColor::fromHsv(int(h % 360), 170, 210);
@@ -251,34 +252,45 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
   }
 
-  // Exact peaks: a triangle at the peak with its size.
-  std::vector<QRectF> labels;
+  // Exact peaks: a triangle at the peak, then its size beside it. All triangles first, so that a
+  // label moves clear of every triangle (right of it) and of the labels before it (below them).
+  std::vector<std::pair<const Drawn*, QPointF>> tips;
+  std::vector<QRectF> triangles, labels;
   for (const Drawn& d : drawn) {
     if (!d.peak || d.peak->bytes <= 0 || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
     QPointF tip(xOf(d.peak->t_ns), yOf(double(d.peak->bytes)));
-    QColor c = seriesColor(d.name);
     QPolygonF tri;
     tri << tip << tip + QPointF(-6, -10) << tip + QPointF(6, -10);
     p.setPen(QPen(pal.color(QPalette::Text), 1));
-    p.setBrush(c);
+    p.setBrush(seriesColor(d.name));
     p.drawPolygon(tri);
-    QString label = tr("%1 peak %2").arg(d.name, bytesText(d.peak->bytes));
-    QRectF lr(tip.x() + 8, tip.y() - 16, p.fontMetrics().horizontalAdvance(label) + 4, 14);
+    tips.emplace_back(&d, tip);
+    triangles.push_back(tri.boundingRect());
+  }
+  const double lineHeight = p.fontMetrics().height();
+  for (const auto& [d, tip] : tips) {
+    QString label = tr("%1 peak %2").arg(d->name, bytesText(d->peak->bytes));
+    QRectF lr(tip.x() + 8, tip.y() - lineHeight - 2, p.fontMetrics().horizontalAdvance(label) + 4, lineHeight);
     if (lr.right() > plot.right()) lr.moveRight(tip.x() - 8);
     if (lr.top() < plot.top()) lr.moveTop(plot.top() + 1);
-    // Labels of peaks close together stack downwards instead of overlapping.
-    for (bool moved = true; moved;) {
-      moved = false;
+    for (int round = 0; round < 16; ++round) {
+      bool moved = false;
+      for (const QRectF& t : triangles)
+        if (t.intersects(lr)) {
+          lr.moveLeft(t.right() + 2);
+          moved = true;
+        }
       for (const QRectF& other : labels)
         if (other.intersects(lr)) {
           lr.moveTop(other.bottom() + 1);
           moved = true;
         }
+      if (!moved) break;
     }
     labels.push_back(lr);
     p.setPen(pal.color(QPalette::Text));
     p.drawText(lr, Qt::AlignLeft | Qt::AlignVCenter, label);
-    peaks_.push_back({d.name, d.peak->t_ns, d.peak->bytes, tip});
+    peaks_.push_back({d->name, d->peak->t_ns, d->peak->bytes, tip});
   }
   p.setBrush(Qt::NoBrush);
 

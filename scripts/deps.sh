@@ -24,6 +24,7 @@ if [[ "${MEMLEDGER_DEPS_GUI:-1}" == 1 ]]; then
 fi
 if [[ "${MEMLEDGER_DEPS_BENCH:-0}" == 1 ]]; then
   PACKAGES+=(python3-torch)   # bench/ torch_mlp workload (~600 MB, so only on request)
+  PACKAGES+=(heaptrack-gui xdotool)  # bench/gui_speed.sh: heaptrack_gui timed to its first screen under xvfb
 fi
 
 missing=()

@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
 #include <set>
 
 #include "gui/call_tree_model.h"
@@ -22,6 +23,7 @@
 #include "gui/main_window.h"
 #include "gui/sizes_view.h"
 #include "gui/summary_view.h"
+#include "gui/theme.h"
 #include "gui/timeline_widget.h"
 #include "gui_test_util.h"
 
@@ -216,6 +218,10 @@ class GuiTest : public QObject {
     QVERIFY(t->selection().has_value());
     QVERIFY(QTest::qWaitFor([&] { return changed.count() > 0; }, 60000));
     QVERIFY(w.document()->range()->ranged());
+    // Off screen, the Leaks view takes the range when it is shown or asked for, not before: a
+    // range costs the GUI thread only the visible view's update.
+    QCOMPARE(leaks->model()->rowCount(), int(data->report.leaks.sites.size()));
+    QCOMPARE(w.view("leaks"), static_cast<QWidget*>(leaks));
     QCOMPARE(leaks->model()->rowCount(), 1);
     QCOMPARE(leaks->model()->index(0, LeaksModel::kBytes).data(Qt::UserRole).toLongLong(), 768LL);
     QVERIFY(leaks->model()->index(0, LeaksModel::kSite).data().toString().startsWith("load_config"));
@@ -430,6 +436,41 @@ class GuiTest : public QObject {
     QVERIFY(waitRange(doc));
     QVERIFY(!doc.data()->report.recording.complete);
     QVERIFY(SummaryView::html(*doc.data(), doc.range().get()).contains("This recording is incomplete"));
+  }
+
+  // Text, links and the coloured amounts read on both themes (WCAG: 4.5:1 for text, 3:1 for the
+  // curves); a dark, HiDPI screenshot is twice the size and dark where the Summary is.
+  void darkThemeAndHiDpi() {
+    auto luminance = [](const QColor& c) {
+      auto f = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+      return 0.2126 * f(c.redF()) + 0.7152 * f(c.greenF()) + 0.0722 * f(c.blueF());
+    };
+    auto contrast = [&](const QColor& a, const QColor& b) {
+      double x = luminance(a), y = luminance(b);
+      return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
+    };
+    QVERIFY(!isDark(QApplication::palette()));
+    QVERIFY(isDark(darkPalette()));
+    for (const QPalette& pal : {QApplication::palette(), darkPalette()}) {
+      const QColor base = pal.color(QPalette::Base);
+      for (const QColor& text : {pal.color(QPalette::Text), pal.color(QPalette::Link), growthColor(pal),
+                                 shrinkColor(pal), warningColor(pal)})
+        QVERIFY2(contrast(text, base) >= 4.5, qPrintable(text.name() + " on " + base.name()));
+      for (const char* series : {"heap", "mmap", "rss"})
+        QVERIFY2(contrast(TimelineWidget::seriesColor(series), base) >= 3.0, series);
+    }
+    QString out = dir_.filePath("dark.png");
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_SCALE_FACTOR", "2");
+    p.setProcessEnvironment(env);
+    p.start(kBuild + "/bin/memledger-gui", {three_, "--dark", "--screenshot", out, "--view", "summary"});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 0);
+    QImage img(out);
+    QCOMPARE(img.size(), QSize(2800, 1900));
+    // Below the timeline dock, at the Summary's lower right (past its text): the dark base.
+    QCOMPARE(img.pixelColor(img.width() - 40, img.height() - 200).name(), darkPalette().color(QPalette::Base).name());
   }
 
   void screenshotCommandLine() {

@@ -1,0 +1,489 @@
+#include "analyzer/tree_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "analyzer/control.h"
+#include "analyzer/sql.h"
+#include "schemas/kinds.h"
+
+namespace memledger::analyzer {
+
+namespace {
+
+const std::string kRootName = "all sites";
+constexpr uint64_t kUnknownKind = 255;
+
+uint64_t kindCode(const std::string& name) {
+  for (const kinds::KindInfo& k : kinds::kKinds)
+    if (name == k.name) return k.code;
+  return kUnknownKind;
+}
+uint64_t slotKey(int64_t stack, uint64_t kind) { return (uint64_t(stack) << 8) | std::min(kind, kUnknownKind); }
+uint64_t pairKey(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+
+// (parent, symbol) -> node and frame -> symbol: tens of millions of lookups while a big run's
+// shapes are built, most of them misses in the cache; open addressing touches one line a lookup
+// where std::unordered_map follows a node pointer (twice the speed of the whole build).
+class FlatMap {
+ public:
+  // The value of `key`, inserting `value` when absent; the bool tells whether it was inserted.
+  std::pair<int32_t, bool> tryEmplace(uint64_t key, int32_t value) {
+    if ((size_ + 1) * 2 > keys_.size()) grow();
+    size_t i = slot(key);
+    while (keys_[i] != kEmpty) {
+      if (keys_[i] == key) return {values_[i], false};
+      i = (i + 1) & (keys_.size() - 1);
+    }
+    keys_[i] = key;
+    values_[i] = value;
+    ++size_;
+    return {value, true};
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  size_t slot(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+  void grow() {
+    std::vector<uint64_t> keys = std::move(keys_);
+    std::vector<int32_t> values = std::move(values_);
+    const size_t capacity = keys.empty() ? 1024 : keys.size() * 2;
+    shift_ = 64 - std::countr_zero(capacity);
+    keys_.assign(capacity, kEmpty);
+    values_.assign(capacity, 0);
+    size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) tryEmplace(keys[i], values[i]);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<int32_t> values_;
+  size_t size_ = 0;
+  int shift_ = 64;
+};
+
+bool isZero(const TreeCost& c) { return !c.peak && !c.leaked && !c.allocated && !c.count && !c.temporary; }
+
+// What a tree's nodes point into besides the index: their children, one slice per node.
+struct TreeStorage {
+  std::shared_ptr<const TreeIndex> index;
+  std::vector<int32_t> children;
+};
+
+}  // namespace
+
+// Builds the shapes site by site from each site's frames (innermost first).
+struct TreeIndex::Builder {
+  TreeIndex& ix;
+  FlatMap byFrame;
+  std::unordered_map<std::string, int32_t> byName;
+  FlatMap downChild, upChild;  // (parent, symbol) -> node
+  std::vector<int32_t> ids;
+
+  explicit Builder(TreeIndex& index) : ix(index) {
+    for (Shape* s : {&ix.down_, &ix.up_}) {
+      s->parent.push_back(-1);
+      s->symbol.push_back(-1);
+      s->frame.push_back(nullptr);
+    }
+  }
+
+  int32_t symbolOf(const Frame* f) {
+    // Frames are cached per ip for the recording's life: one name lookup per distinct frame.
+    const int32_t next = int32_t(symbolOfFrame.size());
+    auto [at, isNew] = byFrame.tryEmplace(uint64_t(reinterpret_cast<uintptr_t>(f)), next);
+    if (!isNew) return symbolOfFrame[size_t(at)];
+    std::string name = treeSymbol(*f);
+    auto [sym, added] = byName.try_emplace(name, int32_t(ix.names_.size()));
+    if (added) {
+      ix.names_.push_back(std::move(name));
+      ix.first_frame_.push_back(f);
+    }
+    symbolOfFrame.push_back(sym->second);
+    return sym->second;
+  }
+  std::vector<int32_t> symbolOfFrame;  // byFrame's values index this
+
+  static int32_t child(Shape& s, FlatMap& map, int32_t parent, int32_t symbol, const Frame* frame) {
+    auto [node, isNew] = map.tryEmplace(pairKey(parent, symbol), int32_t(s.parent.size()));
+    if (isNew) {
+      s.parent.push_back(parent);
+      s.symbol.push_back(symbol);
+      s.frame.push_back(frame);
+    }
+    return node;
+  }
+
+  void addSite(const std::vector<const Frame*>& frames) {
+    ids.clear();
+    for (const Frame* f : frames) ids.push_back(symbolOf(f));
+    const size_t n = frames.size();
+    int32_t down = 0, up = 0;
+    for (size_t k = 0; k < n; ++k) {
+      down = child(ix.down_, downChild, down, ids[n - 1 - k], frames[n - 1 - k]);
+      up = child(ix.up_, upChild, up, ids[k], frames[k]);
+    }
+    ix.down_.site_end.push_back(down);
+    ix.up_.site_end.push_back(up);
+  }
+
+  // The outermost occurrences of each symbol and edge on every top-down path (a depth-first walk
+  // counting what is on the current path), the site slots, the spaces.
+  void finish() {
+    const Shape& d = ix.down_;
+    const size_t n = d.parent.size();
+    std::vector<int32_t> first(n + 1, 0), kids(n);
+    for (size_t i = 1; i < n; ++i) ++first[size_t(d.parent[i]) + 1];
+    for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    std::vector<int32_t> fill(first.begin(), first.end() - 1);
+    for (size_t i = 1; i < n; ++i) kids[size_t(fill[size_t(d.parent[i])]++)] = int32_t(i);
+    std::unordered_map<uint64_t, int32_t> edgeIds;
+    std::vector<int32_t> edgeOf(n, -1);
+    for (size_t i = 1; i < n; ++i) {
+      int32_t p = d.parent[i];
+      if (p <= 0) continue;
+      auto [it, isNew] = edgeIds.try_emplace(pairKey(d.symbol[size_t(p)], d.symbol[i]), int32_t(ix.edges_.size()));
+      if (isNew) ix.edges_.emplace_back(d.symbol[size_t(p)], d.symbol[i]);
+      edgeOf[i] = it->second;
+    }
+    ix.first_symbol_.assign(n, -1);
+    ix.first_edge_.assign(n, -1);
+    std::vector<int32_t> onPathSym(ix.names_.size(), 0), onPathEdge(ix.edges_.size(), 0);
+    std::vector<std::pair<int32_t, bool>> todo{{0, false}};  // (node, leaving)
+    while (!todo.empty()) {
+      auto [node, leaving] = todo.back();
+      todo.pop_back();
+      const size_t i = size_t(node);
+      const int32_t sym = d.symbol[i], edge = edgeOf[i];
+      if (leaving) {
+        if (sym >= 0) --onPathSym[size_t(sym)];
+        if (edge >= 0) --onPathEdge[size_t(edge)];
+        continue;
+      }
+      if (sym >= 0 && onPathSym[size_t(sym)]++ == 0) ix.first_symbol_[i] = sym;
+      if (edge >= 0 && onPathEdge[size_t(edge)]++ == 0) ix.first_edge_[i] = edge;
+      todo.emplace_back(node, true);
+      for (int32_t k = first[i]; k < first[i + 1]; ++k) todo.emplace_back(kids[size_t(k)], false);
+    }
+    std::unordered_map<std::string, int32_t> spaceIds;
+    for (const SiteCost& s : ix.sites_) spaceIds.try_emplace(s.space, 0);
+    for (auto& [name, id] : spaceIds) ix.spaces_.push_back(name);
+    std::sort(ix.spaces_.begin(), ix.spaces_.end());
+    for (size_t i = 0; i < ix.spaces_.size(); ++i) spaceIds[ix.spaces_[i]] = int32_t(i);
+    ix.slot_.reserve(ix.sites_.size());
+    ix.site_space_.reserve(ix.sites_.size());
+    for (size_t i = 0; i < ix.sites_.size(); ++i) {
+      const SiteCost& s = ix.sites_[i];
+      ix.slot_[slotKey(s.stack_id, kindCode(s.kind))] = int32_t(i);
+      ix.site_space_.push_back(spaceIds[s.space]);
+    }
+  }
+};
+
+std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, const SiteFrames& frames) {
+  if (frames.size() != sites.size()) throw std::invalid_argument("TreeIndex: one frame list per site");
+  std::shared_ptr<TreeIndex> ix(new TreeIndex());
+  ix->sites_ = std::move(sites);
+  Builder b(*ix);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if ((i & 1023) == 0) detail::throwIfCancelled();
+    b.addSite(frames[i]);
+  }
+  b.finish();
+  return ix;
+}
+
+std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
+  std::vector<SiteCost> sites;
+  {
+    detail::Stage reading(0, 0.3);
+    sites = analyzer::siteCosts(rec);
+  }
+  detail::Stage shaping(0.3, 1);
+  std::shared_ptr<TreeIndex> ix(new TreeIndex());
+  ix->sites_ = std::move(sites);
+  Builder b(*ix);
+  std::vector<const Frame*> frames;
+  const size_t n = ix->sites_.size();
+  for (size_t i = 0; i < n; ++i) {
+    rec.stackFrames(ix->sites_[i].stack_id, &frames);  // checks for a cancel
+    b.addSite(frames);
+    if ((i & 4095) == 0) detail::progress(double(i) / double(n));
+  }
+  b.finish();
+  return ix;
+}
+
+std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec, QueryControl& control) {
+  return detail::controlled(control, [&] { return build(rec); });
+}
+
+std::vector<std::string> TreeIndex::spaces() const { return spaces_; }
+
+size_t TreeIndex::nodeCount(TreeDirection direction) const {
+  return (direction == TreeDirection::TopDown ? down_ : up_).parent.size();
+}
+
+std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64_t> from,
+                                       std::optional<int64_t> to) const {
+  std::vector<TreeCost> out(sites_.size());
+  if (!from && !to) {
+    for (size_t i = 0; i < sites_.size(); ++i) out[i] = sites_[i].cost;
+    return out;
+  }
+  const int version = rec.info().schema_version;
+  // With frees per bucket (version 7) a range's temporaries are those freed in it.
+  const bool rangedTemporaries = detail::hasBucketFrees(version);
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    out[i].peak = sites_[i].cost.peak;
+    if (!rangedTemporaries) out[i].temporary = sites_[i].cost.temporary;
+  }
+  const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
+  auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes, int64_t temps) {
+    auto it = slot_.find(slotKey(stack, kind));
+    if (it == slot_.end()) return;
+    out[size_t(it->second)].count += count;
+    out[size_t(it->second)].allocated += bytes;
+    out[size_t(it->second)].temporary += temps;
+  };
+  {
+    detail::Stage activity(0, 0.9);
+    if (version >= 3) {
+      detail::Statement q(rec, "SELECT buckets FROM site_buckets");
+      while (q.step()) {
+        detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
+          if (t < a || t > b) return;
+          detail::forEachSiteActivity(entries, bytes, version, [&](const detail::SiteActivity& e) {
+            add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, e.temps);
+          });
+        });
+      }
+    } else if (version >= 2) {
+      detail::Statement q(rec, "SELECT sites FROM site_timeline WHERE t_ns >= ? AND t_ns <= ?");
+      q.bind(1, a);
+      q.bind(2, b);
+      while (q.step())
+        detail::forEachSiteActivity(q.blob(0), q.bytes(0), version, [&](const detail::SiteActivity& e) {
+          add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, 0);
+        });
+    } else {
+      detail::Statement q(rec, "SELECT stack_id, kind, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND "
+                               "t_alloc <= ? GROUP BY stack_id, kind");
+      q.bind(1, a);
+      q.bind(2, b);
+      while (q.step()) add(q.i64(0), kindCode(q.text(1)), q.i64(2), q.i64(3), 0);
+    }
+  }
+  // Every leaked block has its own row (never folded): the leaks of a range are exact.
+  detail::Stage leaking(0.9, 1);
+  detail::Statement q(rec,
+                      "SELECT stack_id, kind, sum(size) FROM allocations WHERE t_free IS NULL AND t_alloc >= ? "
+                      "AND t_alloc <= ? GROUP BY stack_id, kind");
+  q.bind(1, a);
+  q.bind(2, b);
+  while (q.step()) {
+    auto it = slot_.find(slotKey(q.i64(0), kindCode(q.text(1))));
+    if (it != slot_.end()) out[size_t(it->second)].leaked += q.i64(2);
+  }
+  return out;
+}
+
+std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to,
+                                       QueryControl& control) const {
+  return detail::controlled(control, [&] { return costs(rec, from, to); });
+}
+
+std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) const {
+  check(costs);
+  std::vector<SiteCost> out;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    if (isZero(costs[i])) continue;
+    out.push_back(sites_[i]);
+    out.back().cost = costs[i];
+  }
+  return out;
+}
+
+std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
+  std::vector<TreeCost> out(sites_.size());
+  auto same = [](const SiteCost& a, const SiteCost& b) {
+    return a.stack_id == b.stack_id && a.image_id == b.image_id && a.kind == b.kind;
+  };
+  // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
+  // appends those it adds) is looked up.
+  std::optional<std::map<std::tuple<int64_t, int64_t, std::string>, size_t>> bySite;
+  size_t at = 0;
+  for (const SiteCost& c : sites) {
+    if (!bySite) {
+      const size_t from = at;
+      while (at < sites_.size() && !same(sites_[at], c)) ++at;
+      if (at < sites_.size()) {
+        out[at++] += c.cost;
+        continue;
+      }
+      at = from;
+      bySite.emplace();  // from the first site out of order on, every one is looked up
+      for (size_t i = 0; i < sites_.size(); ++i) (*bySite)[{sites_[i].image_id, sites_[i].stack_id, sites_[i].kind}] = i;
+    }
+    auto it = bySite->find({c.image_id, c.stack_id, c.kind});
+    if (it == bySite->end()) return std::nullopt;
+    out[it->second] += c.cost;
+  }
+  return out;
+}
+
+void TreeIndex::check(const std::vector<TreeCost>& costs) const {
+  if (costs.size() != sites_.size()) throw std::invalid_argument("TreeIndex: costs are not one per site");
+}
+
+void TreeIndex::sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
+                     std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const {
+  check(costs);
+  const size_t n = shape.parent.size();
+  self.assign(n, TreeCost{});
+  reached.assign(n, 0);
+  int32_t wanted = -1;
+  if (space) {
+    auto it = std::lower_bound(spaces_.begin(), spaces_.end(), *space);
+    if (it == spaces_.end() || *it != *space) wanted = -2;  // no site is of it
+    else wanted = int32_t(it - spaces_.begin());
+  }
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if ((wanted != -1 && site_space_[i] != wanted) || isZero(costs[i])) continue;
+    const size_t end = size_t(shape.site_end[i]);
+    self[end] += costs[i];
+    reached[end] = 1;
+  }
+  detail::throwIfCancelled();
+  total = self;
+  for (size_t i = n; i-- > 1;) {
+    const size_t p = size_t(shape.parent[i]);
+    total[p] += total[i];
+    reached[p] |= reached[i];
+  }
+}
+
+CallTree TreeIndex::tree(const std::vector<TreeCost>& costs, TreeDirection direction,
+                         const std::optional<std::string>& space) const {
+  const Shape& shape = direction == TreeDirection::TopDown ? down_ : up_;
+  std::vector<TreeCost> self, total;
+  std::vector<uint8_t> reached;
+  sums(shape, costs, space, self, total, reached);
+  return emitTree(shape, self, total, reached, direction, space);
+}
+
+std::vector<SymbolCost> TreeIndex::callerCallee(const std::vector<TreeCost>& costs,
+                                                const std::optional<std::string>& space) const {
+  std::vector<TreeCost> self, total;
+  std::vector<uint8_t> reached;
+  sums(down_, costs, space, self, total, reached);
+  return symbols(self, total, reached);
+}
+
+TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space) const {
+  Trees out;
+  std::vector<TreeCost> self, total;
+  std::vector<uint8_t> reached;
+  sums(down_, costs, space, self, total, reached);
+  out.top_down = emitTree(down_, self, total, reached, TreeDirection::TopDown, space);
+  out.symbols = symbols(self, total, reached);
+  sums(up_, costs, space, self, total, reached);
+  out.bottom_up = emitTree(up_, self, total, reached, TreeDirection::BottomUp, space);
+  return out;
+}
+
+CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
+                         const std::vector<uint8_t>& reached, TreeDirection direction,
+                         const std::optional<std::string>& space) const {
+  const size_t n = shape.parent.size();
+  // The reached nodes, numbered in shape order (parents first), and their children in one array.
+  std::vector<int32_t> id(n, -1), first;
+  int32_t count = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (i == 0 || reached[i]) id[i] = count++;
+  first.assign(size_t(count) + 1, 0);
+  for (size_t i = 1; i < n; ++i)
+    if (id[i] >= 0) ++first[size_t(id[size_t(shape.parent[i])]) + 1];
+  for (size_t i = 0; i < size_t(count); ++i) first[i + 1] += first[i];
+  auto storage = std::make_shared<TreeStorage>();
+  storage->index = shared_from_this();
+  storage->children.resize(size_t(count > 0 ? count - 1 : 0));
+  {
+    std::vector<int32_t> fill(first.begin(), first.end() - 1);
+    for (size_t i = 1; i < n; ++i)
+      if (id[i] >= 0) storage->children[size_t(fill[size_t(id[size_t(shape.parent[i])])]++)] = id[i];
+  }
+  CallTree out;
+  out.direction = direction;
+  out.space = space;
+  out.nodes.reserve(size_t(count));
+  for (size_t i = 0; i < n; ++i) {
+    if (id[i] < 0) continue;
+    if ((out.nodes.size() & 65535) == 0) detail::throwIfCancelled();
+    const int32_t parent = i == 0 ? -1 : id[size_t(shape.parent[i])];
+    const int32_t k = id[i];
+    std::span<const int32_t> kids(storage->children.data() + first[size_t(k)], size_t(first[size_t(k) + 1] - first[size_t(k)]));
+    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], self[i], total[i],
+                                 parent, kids});
+  }
+  for (size_t k = 0; k < size_t(count); ++k) {
+    auto b = storage->children.begin() + first[k], e = storage->children.begin() + first[k + 1];
+    if (e - b < 2) continue;
+    std::sort(b, e, [&](int32_t x, int32_t y) {
+      const CallNode &p = out.nodes[size_t(x)], &q = out.nodes[size_t(y)];
+      return p.total.allocated != q.total.allocated ? p.total.allocated > q.total.allocated : p.symbol < q.symbol;
+    });
+  }
+  out.storage = std::move(storage);
+  return out;
+}
+
+std::vector<SymbolCost> TreeIndex::symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
+                                           const std::vector<uint8_t>& reached) const {
+  struct Row {
+    TreeCost self, inclusive;
+    bool seen = false;
+  };
+  std::vector<Row> rows(names_.size());
+  std::vector<TreeCost> edge(edges_.size());
+  std::vector<uint8_t> edgeSeen(edges_.size(), 0);
+  for (size_t i = 1; i < down_.parent.size(); ++i) {
+    if (!reached[i]) continue;
+    Row& r = rows[size_t(down_.symbol[i])];
+    r.seen = true;
+    r.self += self[i];
+    if (first_symbol_[i] >= 0) r.inclusive += total[i];
+    if (const int32_t e = first_edge_[i]; e >= 0) {
+      edge[size_t(e)] += total[i];
+      edgeSeen[size_t(e)] = 1;
+    }
+  }
+  std::vector<SymbolCost> out;
+  std::vector<int32_t> at(names_.size(), -1);
+  for (size_t s = 0; s < rows.size(); ++s) {
+    if (!rows[s].seen) continue;
+    at[s] = int32_t(out.size());
+    SymbolCost c;
+    c.symbol = names_[s];
+    c.frame = first_frame_[s];
+    c.self = rows[s].self;
+    c.inclusive = rows[s].inclusive;
+    out.push_back(std::move(c));
+  }
+  detail::throwIfCancelled();
+  for (size_t e = 0; e < edges_.size(); ++e) {
+    if (!edgeSeen[e]) continue;
+    auto [caller, callee] = edges_[e];
+    out[size_t(at[size_t(callee)])].callers[names_[size_t(caller)]] += edge[e];
+    out[size_t(at[size_t(caller)])].callees[names_[size_t(callee)]] += edge[e];
+  }
+  std::sort(out.begin(), out.end(), [](const SymbolCost& a, const SymbolCost& b) {
+    return a.inclusive.allocated != b.inclusive.allocated ? a.inclusive.allocated > b.inclusive.allocated
+                                                          : a.symbol < b.symbol;
+  });
+  return out;
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,106 @@
+// The call trees of one recording, shaped once and re-costed for every question.
+//
+// A big interpreter run has 10^5 to 10^6 sites of 60-80 frames: its top-down and bottom-up trees
+// have about a million nodes each. Building them means a hash lookup per frame of every site
+// (seconds); a time range changes none of their shape, only each site's amounts. So the index
+// reads every site's frames once and keeps, per direction, the tree of all sites (every space)
+// and the node each site ends at; a question then adds each site's amounts at its node and sums
+// them up the tree in one pass over the nodes (children are made after their parents), and
+// keeps the nodes some site of the asked space with a nonzero amount reaches. Caller/callee
+// comes from the same top-down sums: a function's inclusive cost is the sum over the nodes that
+// are its outermost occurrence on their path (once per stack, as callerCallee() counts), an
+// edge's likewise. The answers are those of buildCallTree() and callerCallee() on the same
+// amounts, up to node order and which of a function's frames a node shows
+// (tests/unit/analyzer_tree_index_test.cpp compares them on real recordings).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/call_tree.h"
+
+namespace memledger::analyzer {
+
+class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
+ public:
+  // Every site of `rec` (siteCosts() of the whole run) and both trees' shapes. Frames point into
+  // the recording's cache: the recording must outlive the index and every tree made from it.
+  static std::shared_ptr<const TreeIndex> build(const Recording& rec);
+  static std::shared_ptr<const TreeIndex> build(const Recording& rec, QueryControl& control);
+  // Given sites with their frames (same order): what buildCallTree() builds from scratch.
+  static std::shared_ptr<const TreeIndex> build(std::vector<SiteCost> sites, const SiteFrames& frames);
+
+  // The sites, with their whole-run amounts; every vector of costs below is in this order.
+  const std::vector<SiteCost>& sites() const { return sites_; }
+  std::vector<std::string> spaces() const;  // the sites' spaces, sorted
+  size_t nodeCount(TreeDirection direction) const;
+
+  // Each site's amounts for allocations made in [from, to] (nullopt/nullopt: the whole run), as
+  // siteCosts() counts them: allocated and count from the per-site activity, leaked from the
+  // leaked blocks' rows, temporary freed in it (version 7; older files: whole-run), peak
+  // whole-run (analyzer/live_set.h gives a range's). Zeros stay: one entry per site.
+  std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to) const;
+  std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to,
+                              QueryControl& control) const;
+  // The sites with anything in `costs`, as siteCosts() lists them for the same range.
+  std::vector<SiteCost> siteCosts(const std::vector<TreeCost>& costs) const;
+  // Back: one cost per site from a list of the index's sites (siteCosts() of a range, with
+  // analyzer/live_set.h's applyLiveSet() applied: sites missing are zero); nullopt when the list
+  // holds a site the index does not have.
+  std::optional<std::vector<TreeCost>> costsOf(const std::vector<SiteCost>& sites) const;
+
+  // The tree of `costs` (one per site), of one space or (nullopt) every space; throws
+  // std::invalid_argument when `costs` is not one per site. The tree keeps the index alive.
+  CallTree tree(const std::vector<TreeCost>& costs, TreeDirection direction,
+                const std::optional<std::string>& space = {}) const;
+  // callerCallee() of `costs`: inclusive.allocated descending, then symbol.
+  std::vector<SymbolCost> callerCallee(const std::vector<TreeCost>& costs,
+                                       const std::optional<std::string>& space = {}) const;
+  // All three at once (one pass of top-down sums serves the top-down tree and caller/callee).
+  struct Trees {
+    CallTree top_down, bottom_up;
+    std::vector<SymbolCost> symbols;
+  };
+  Trees trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space = {}) const;
+
+  TreeIndex(const TreeIndex&) = delete;
+  TreeIndex& operator=(const TreeIndex&) = delete;
+
+ private:
+  TreeIndex() = default;
+  struct Builder;
+  struct Shape {
+    std::vector<int32_t> parent;       // per node; the root (node 0) has -1
+    std::vector<int32_t> symbol;       // per node; the root has -1
+    std::vector<const Frame*> frame;   // per node: the first frame seen for it
+    std::vector<int32_t> site_end;     // per site: the node its stack ends at
+  };
+  // Self and total of every node of `shape` for `costs` (sites of `space` with a nonzero amount),
+  // and which nodes such a site reaches.
+  void sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
+            std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const;
+  void check(const std::vector<TreeCost>& costs) const;
+  CallTree emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
+                const std::vector<uint8_t>& reached, TreeDirection direction,
+                const std::optional<std::string>& space) const;
+  std::vector<SymbolCost> symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
+                                  const std::vector<uint8_t>& reached) const;
+
+  std::vector<SiteCost> sites_;
+  std::vector<int32_t> site_space_;        // per site: index into spaces_
+  std::vector<std::string> spaces_;
+  std::vector<std::string> names_;         // symbol id -> name
+  std::vector<const Frame*> first_frame_;  // symbol id -> the first frame seen for it
+  Shape down_, up_;
+  // Top-down nodes that are the outermost occurrence of their symbol / of their caller->callee
+  // edge on their path (the other nodes: -1), and the edges' symbols.
+  std::vector<int32_t> first_symbol_, first_edge_;
+  std::vector<std::pair<int32_t, int32_t>> edges_;  // edge id -> (caller, callee) symbol ids
+  // (stack id, kind code) -> site, for the per-site activity (the last site of a key, as siteCosts()).
+  std::unordered_map<uint64_t, int32_t> slot_;
+};
+
+}  // namespace memledger::analyzer
