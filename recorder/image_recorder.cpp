@@ -40,11 +40,18 @@ ImageRecorder::ImageRecorder(Recording& rec, int64_t imageId, const RecordingOpt
   for (Account& a : accounts_) a.global = rec_.globalSpace(a.space);
 }
 
-// The live set is the one structure too large for the cache (python3 building a dict: millions
-// of blocks); the site and thread tables are small and stay hot.
+// The live set is too large for the cache (python3 building a dict: millions of blocks), and so
+// are the stacks by hash where there are hundreds of thousands of them (torch's import: each
+// allocation and each new stack looks one up); the site and thread tables stay hot.
 void ImageRecorder::prefetch(const wire::Record& ahead) {
+  if (ahead.type == RecordType::Stack) {
+    if (stackByHash_.size() >= kPrefetchStacks) stackByHash_.prefetch(mapKey(ahead.a));
+    return;
+  }
+  if (ahead.type == RecordType::Alloc && stackByHash_.size() >= kPrefetchStacks) stackByHash_.prefetch(mapKey(ahead.c));
   if ((ahead.kind != AllocKind::Malloc && ahead.kind != AllocKind::New) || ahead.a == 0) return;
-  if (ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) heap_.prefetch(ahead.a);
+  if ((ahead.type == RecordType::Alloc || ahead.type == RecordType::Free) && heap_.size() >= kPrefetchLiveBlocks)
+    heap_.prefetch(ahead.a);
 }
 
 void ImageRecorder::onRecord(const Decoded& r) {
