@@ -196,6 +196,39 @@ TEST(PythonFrames, NumpyPeakNamesThePythonLinesWithNumpyFramesInside) {
   }
 }
 
+// A return address in the evaluation loop's cold part (GCC's _PyEval_EvalFrameDefault.cold, no
+// dynamic symbol covers it; python_frames.cpp, findColdParts) is an evaluation frame like the
+// others: the stack keeps the native frames on both sides of the Python ones. Without that the
+// merge fell back to the Python frames alone (no _PyErr_Format inside, no Py_RunMain outside).
+TEST(PythonFrames, ErrorPathInTheEvaluationLoopsColdPartKeepsEveryFrame) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  Recorded rec = record("/usr/bin/python3", {script("error_path.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "50"});
+  const json& sites = report["leaks"]["sites"];
+  json s = siteWithFrames(sites, "error_path.py", {"call_with_star:16", "<module>:20"});
+  ASSERT_FALSE(s.is_null()) << describePy(sites, "error_path.py");
+  EXPECT_EQ(s["count"], 200);
+  EXPECT_EQ(s["bytes"], 200 * 713);  // sys.getsizeof of each message under Debian's 3.11
+  // In order: the message's allocation inside _PyErr_Format, the Python frames in place of the
+  // evaluation frame that called it from the cold part, then the interpreter's main outside.
+  auto indexOf = [&](std::string_view name) {
+    const json& st = s["stack"];
+    for (size_t i = 0; i < st.size(); ++i)
+      if (st[i].contains("function") && st[i]["function"].is_string() && st[i]["function"] == name)
+        return static_cast<int>(i);
+    return -1;
+  };
+  const std::string stack = s["stack"].dump().substr(0, 1500);
+  int format = indexOf("_PyErr_Format"), py = indexOf("call_with_star"), module = indexOf("<module>");
+  int main = indexOf("Py_RunMain");
+  ASSERT_GE(format, 0) << stack;
+  EXPECT_EQ(py, format + 1) << stack;
+  EXPECT_EQ(module, py + 1) << stack;
+  EXPECT_GT(main, module) << stack;
+  EXPECT_TRUE(stackHas(s["stack"], "PyUnicode_FromFormatV")) << stack;
+}
+
 // `python3 -m module` started by a shell, and a `#!` script: each a Python image of its own.
 TEST(PythonFrames, ModuleRunByAShellAndShebangScript) {
   if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
