@@ -156,8 +156,6 @@ class FlatMap {
   // never spans two lines. Large tables are mapped directly: the kernel's pages come zeroed (no
   // memset), and freeing them gives the memory back at once.
   static constexpr size_t kMapBytes = size_t{1} << 20;
-  static constexpr size_t kHugeBytes = size_t{2} << 20;
-  static constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14)
   static_assert(std::is_trivially_copyable_v<Slot>, "slots are moved as bytes and start as zeros");
   static Slot* allocSlots(size_t cap) {
     size_t bytes = cap * sizeof(Slot);
@@ -165,14 +163,8 @@ class FlatMap {
     if (bytes >= kMapBytes) {
       // Hashing spreads entries over the whole table, so every page gets touched: populate them
       // in one call instead of taking a fault per page (~1-2 us each in a VM, memcg charged).
-      // Huge pages where the kernel gives them on request (THP "madvise"): every probe of a
-      // table of tens of MiB is a TLB miss with 4 KiB pages, a nested page walk in a VM
-      // (torch's import, 700k new stacks: the recorder's CPU time -15%).
-      p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      if (bytes >= kHugeBytes) madvise(p, bytes, MADV_HUGEPAGE);
-      if (madvise(p, bytes, kPopulateWrite) != 0)  // before Linux 5.14: a write per page
-        for (size_t off = 0; off < bytes; off += 4096) static_cast<volatile char*>(p)[off] = 0;
     } else {
       p = std::aligned_alloc(64, bytes < 64 ? 64 : bytes);
       if (!p) throw std::bad_alloc();

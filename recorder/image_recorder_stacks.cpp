@@ -115,6 +115,13 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, OuterPat
     hashes[len] = h;
   }
   auto key = [&hashes](size_t len) { return hashes[len] ? hashes[len] : 1; };  // the map reserves 0
+  // Each probe below, and each fresh frame's ip, misses the cache in tables of millions of
+  // entries: start fetching the slots the common case reads (a few paths past the known outer
+  // part; the frames not in it) before any is read, so their misses overlap.
+  if (start) {
+    for (size_t len = start + 1; len <= n && len <= start + 4; ++len) pathNodes_.prefetch(key(len));
+    for (size_t k = 0; k < n - start && k < 8; ++k) ipByAddress_.prefetch(mapKey(frames[k]));
+  }
   size_t known = start, hi = n;  // the path of `known` frames is node `cur`; none longer than hi is
   uint32_t cur = nodes[start];
   // Each probe is a cache miss in a table of millions of paths. Below a known outer part (the
