@@ -218,36 +218,46 @@ uint64_t foldHash(uint64_t h, const PyStack& ps) {
 }
 
 int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max) {
-  auto isEval = [](uint64_t ip) {
-    uint64_t at = ip - 1;  // a return address: the call is the instruction before it
-    return (at >= g_evalStart && at < g_evalEnd) || (at >= g_coldStart[0] && at < g_coldEnd[0]) ||
-           (at >= g_coldStart[1] && at < g_coldEnd[1]);
-  };
-  int evals = 0;
-  for (int i = 0; i < n; ++i) evals += isEval(native[i]) ? 1 : 0;
-  int k = 0;
   if (ps.n == 0) {
-    for (int i = 0; i < n && k < max; ++i) out[k++] = native[i];
+    int k = n < max ? n : max;
+    memcpy(out, native, static_cast<size_t>(k) * sizeof(uint64_t));
     return k;
   }
+  // Where the evaluation frames are, innermost first (one pass; the native runs between them
+  // are then copied whole).
+  uint8_t at[wire::kMaxFrames];
+  int evals = 0;
+  for (int i = 0; i < n && i < wire::kMaxFrames; ++i) {
+    uint64_t pc = native[i] - 1;  // a return address: the call is the instruction before it
+    bool eval = (pc >= g_evalStart && pc < g_evalEnd) || (pc >= g_coldStart[0] && pc < g_coldEnd[0]) ||
+                (pc >= g_coldStart[1] && pc < g_coldEnd[1]);
+    at[evals] = static_cast<uint8_t>(i);
+    evals += eval ? 1 : 0;
+  }
+  int k = 0;
+  auto copy = [&](const uint64_t* from, int count) {
+    if (count > max - k) count = max - k;
+    memcpy(out + k, from, static_cast<size_t>(count) * sizeof(uint64_t));
+    k += count;
+  };
   if (evals == ps.groups && evals > 0) {
     // The g-th evaluation frame (innermost first) stands for the Python frames of invocation g
     // (none: it was still in a frame's prologue; its native frame then goes without one).
-    int p = 0, g = 0;
-    for (int i = 0; i < n && k < max; ++i) {
-      if (!isEval(native[i])) {
-        out[k++] = native[i];
-        continue;
-      }
-      for (; p < ps.n && ps.group[p] == g && k < max; ++p) out[k++] = ps.frames[p];
-      ++g;
+    int from = 0, p = 0;
+    for (int g = 0; g < evals; ++g) {
+      copy(native + from, at[g] - from);
+      int first = p;
+      while (p < ps.n && ps.group[p] == g) ++p;
+      copy(ps.frames + first, p - first);
+      from = at[g] + 1;
     }
+    copy(native + from, n - from);
     return k;
   }
   // Not paired reliably: the native frames inside the innermost evaluation frame, then the
   // Python frames alone (none of the native frames outside, which could be misplaced).
-  for (int i = 0; i < n && evals > 0 && k < max && !isEval(native[i]); ++i) out[k++] = native[i];
-  for (int p = 0; p < ps.n && k < max; ++p) out[k++] = ps.frames[p];
+  if (evals > 0) copy(native, at[0]);
+  copy(ps.frames, ps.n);
   return k;
 }
 

@@ -151,6 +151,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
   // Outer frames shared with the thread's last Stack record are not sent again.
   int shared = 0;
   uint64_t base = 0;
+  const uint64_t* frames = ips;  // what the Stack record carries: the merged frames, with Python's
   if (sendStack) {
     // Only the frames below those the last checked stack shares at its outer end: a deep
     // stack shares all but a few, and a binary search per frame over hundreds of modules was
@@ -167,11 +168,11 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
     }
     if (ps) {
       n = py::merge(ips, n, *ps, cache->merged, wire::kMaxFrames);
-      std::memcpy(ips, cache->merged, static_cast<size_t>(n) * sizeof(uint64_t));
+      frames = cache->merged;
     }
     if (cache && cache->sentN) {
       int m = static_cast<int>(cache->sentN);
-      while (shared < n && shared < m && ips[n - 1 - shared] == cache->sent[m - 1 - shared]) ++shared;
+      while (shared < n && shared < m && frames[n - 1 - shared] == cache->sent[m - 1 - shared]) ++shared;
       if (shared == n) --shared;  // a record carries at least one frame
       base = cache->sentHash;
     }
@@ -183,12 +184,12 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
   if (!ring::reserve(h, slots, &r)) return;
   uint64_t i = r.index;
   if (sendStack) {
-    ring::writeFrameContinuations(r, i + 1, ips, static_cast<size_t>(carried));
+    ring::writeFrameContinuations(r, i + 1, frames, static_cast<size_t>(carried));
     ring::write(r, i, wire::RecordType::Stack, kind, static_cast<uint16_t>(carried), hash,
                 static_cast<uint64_t>(shared), shared ? base : 0);
     i += 1 + conts;
     if (cache) {
-      std::memcpy(cache->sent, ips, static_cast<size_t>(n) * sizeof(uint64_t));
+      std::memcpy(cache->sent, frames, static_cast<size_t>(n) * sizeof(uint64_t));
       cache->sentN = static_cast<uint32_t>(n);
       cache->sentHash = hash;
     }
