@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <set>
+
 #include "harness.h"
 
 using namespace memledger::test;
@@ -194,6 +196,45 @@ TEST(PythonFrames, NumpyPeakNamesThePythonLinesWithNumpyFramesInside) {
     ASSERT_TRUE(inner["module"].is_string());
     EXPECT_NE(inner["module"].get<std::string>().find("_multiarray_umath"), std::string::npos) << inner.dump();
   }
+}
+
+// The PyTorch CPU MLP of samples/python/torch_peak.py (Debian's python3-torch): its training loop
+// holds three 64 MiB tensors at the heap peak, well above what `import torch` left. Peak site #1
+// (and #2, #3) is one of them, one block of exactly 64 MiB, named by the script's forward line
+// (23: the ReLU's output) or backward line (24: the gradients), with libtorch's frames inside.
+TEST(PythonFrames, TorchMlpPeakNamesTheForwardOrBackwardLine) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  RunResult probe = run({"/usr/bin/python3", "-c", "import torch"});
+  if (probe.status != 0) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian's python3-torch is not installed)";
+  Recorded rec = record("/usr/bin/python3", {script("torch_peak.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "5"});
+  const json& sites = report["peak"]["sites"];
+  ASSERT_GE(sites.size(), 3u) << describeSites(sites);
+  constexpr int64_t k64MiB = int64_t{64} << 20;
+  EXPECT_GE(report["peak"]["bytes"].get<int64_t>(), 3 * k64MiB);
+  std::set<int64_t> lines;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& s = sites[i];
+    EXPECT_EQ(s["bytes"], k64MiB) << i << "\n" << describeSites(sites);
+    EXPECT_EQ(s["count"], 1) << i;
+    // The script's frame, and libtorch's native frames inside it (innermost first).
+    int scriptAt = -1, torchAt = -1;
+    const json& st = s["stack"];
+    for (size_t f = 0; f < st.size(); ++f) {
+      if (scriptAt < 0 && st[f]["file"].is_string() && endsWith(st[f]["file"].get<std::string>(), "/samples/python/torch_peak.py")) {
+        scriptAt = static_cast<int>(f);
+        lines.insert(st[f]["line"].get<int64_t>());
+      }
+      if (torchAt < 0 && st[f]["module"].is_string() && st[f]["module"].get<std::string>().find("libtorch_cpu") != std::string::npos)
+        torchAt = static_cast<int>(f);
+    }
+    ASSERT_GE(scriptAt, 0) << i << "\n" << st.dump().substr(0, 1500);
+    EXPECT_GE(torchAt, 0) << i;
+    EXPECT_LT(torchAt, scriptAt) << i;
+  }
+  for (int64_t line : lines) EXPECT_TRUE(line == 23 || line == 24) << line;
+  EXPECT_EQ(lines.size(), 2u) << "the forward line and the backward line both hold a 64 MiB tensor at the peak";
 }
 
 // A return address in the evaluation loop's cold part (GCC's _PyEval_EvalFrameDefault.cold, no
