@@ -49,8 +49,12 @@ struct SiteKeyHash {
   size_t operator()(const SiteKey& k) const { return std::hash<int64_t>()(k.stack) * 31 + std::hash<std::string>()(k.kind); }
 };
 
-// A frame's name in a tree: the symbol, or the module's base name when there is none.
-std::string symbolOf(const Frame& f) {
+std::string symbolOf(const Frame& f) { return treeSymbol(f); }
+
+}  // namespace
+
+// The symbol, or the module's base name when there is none.
+std::string treeSymbol(const Frame& f) {
   if (f.function) return *f.function;
   if (f.module) {
     auto slash = f.module->rfind('/');
@@ -58,8 +62,6 @@ std::string symbolOf(const Frame& f) {
   }
   return "??";
 }
-
-}  // namespace
 
 std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to) {
   std::vector<Site> rows;
@@ -78,7 +80,8 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
     c.kind = s.kind;
     c.space = s.space;
     c.cost.peak = s.peak_bytes;
-    c.cost.temporary = s.temp_count;
+    // With frees per bucket (version 7) a range's temporaries are those freed in it.
+    if (!ranged || !detail::hasBucketFrees(rec.info().schema_version)) c.cost.temporary = s.temp_count;
     if (!ranged) {
       c.cost.leaked = s.leak_bytes;
       c.cost.allocated = s.alloc_bytes;
@@ -89,12 +92,13 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
   }
   if (ranged) {
     const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
-    auto add = [&](int64_t t, int64_t stack, const std::string& kind, int64_t count, int64_t bytes) {
+    auto add = [&](int64_t t, int64_t stack, const std::string& kind, int64_t count, int64_t bytes, int64_t temps) {
       if (t < a || t > b) return;
       auto it = slot.find({stack, kind});
       if (it == slot.end()) return;
       out[it->second].cost.count += count;
       out[it->second].cost.allocated += bytes;
+      out[it->second].cost.temporary += temps;
     };
     detail::Stage activity(0.2, 0.9);
     const int version = rec.info().schema_version;
@@ -103,8 +107,8 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
       while (q.step()) {
         detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
           if (t < a || t > b) return;
-          detail::forEachSiteActivity(entries, bytes, 3, [&](const detail::SiteActivity& e) {
-            add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
+          detail::forEachSiteActivity(entries, bytes, version, [&](const detail::SiteActivity& e) {
+            add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes, e.temps);
           });
         });
       }
@@ -115,14 +119,14 @@ std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> fro
       while (q.step()) {
         int64_t t = q.i64(0);
         detail::forEachSiteActivity(q.blob(1), q.bytes(1), version, [&](const detail::SiteActivity& e) {
-          add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
+          add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes, 0);
         });
       }
     } else {
       detail::Statement q(rec, "SELECT t_alloc, stack_id, kind, size FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?");
       q.bind(1, a);
       q.bind(2, b);
-      while (q.step()) add(q.i64(0), q.i64(1), q.text(2), 1, q.i64(3));
+      while (q.step()) add(q.i64(0), q.i64(1), q.text(2), 1, q.i64(3), 0);
     }
     // Every leaked block has its own row (never folded): the leaks of a range are exact.
     detail::Stage leaking(0.9, 1);

@@ -5,7 +5,8 @@
 //
 // A time range [from, to] re-reads only the per-site activity (`site_buckets`) and the leaked
 // blocks' rows, never the whole file: allocated bytes/counts are those made in the range, leaks
-// those made in it and never freed. Peak and temporary amounts have no time (whole-run values).
+// those made in it and never freed, temporaries (version 7 files) those freed in it. The peak
+// stays the whole run's here; analyzer/live_set.h gives the range's own (applyLiveSet).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,9 @@ struct TreeCost {
     return *this;
   }
 };
+
+// A frame's name in a tree (frames are merged by it): the function, or "?? (module)" / "??".
+std::string treeSymbol(const Frame& frame);
 
 enum class TreeMetric { Peak, Leaked, Allocated, Count, Temporary };
 int64_t costOf(const TreeCost& cost, TreeMetric metric);

@@ -286,8 +286,8 @@ std::vector<std::vector<SiteAmount>> phaseTopSites(const Recording& rec, const s
     while (q.step()) {
       detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
         if (t < from) return;
-        detail::forEachSiteActivity(entries, bytes, 3, [&](const detail::SiteActivity& e) {
-          add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);
+        detail::forEachSiteActivity(entries, bytes, rec.info().schema_version, [&](const detail::SiteActivity& e) {
+          if (e.allocs) add(t, e.stack_id, detail::siteKindName(e.kind), e.allocs, e.alloc_bytes);  // not a free-only entry
         });
       });
     }

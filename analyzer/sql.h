@@ -33,12 +33,16 @@ inline std::vector<uint32_t> decodeIpIds(const void* blob, int bytes) {
 // The version says how entries are packed (5 carries each site's account).
 bool registerSitesTable(sqlite3* db, int schemaVersion);
 
-// One entry of site_timeline.sites (schemas/memledger.sql): four unsigned LEB128 varints.
+// One entry of site_buckets (schemas/memledger.sql): four unsigned LEB128 varints, seven in
+// version 7 (frees, freed bytes and temporaries; 0 in older files).
 struct SiteActivity {
   int64_t stack_id = 0;
   uint64_t kind = 0;  // a kind code of schemas/kinds.h
   int64_t allocs = 0, alloc_bytes = 0;
+  int64_t frees = 0, freed_bytes = 0, temps = 0;
 };
+// Whether a file's site_buckets entries carry frees per bucket (version 7).
+inline bool hasBucketFrees(int schema_version) { return schema_version >= 7; }
 // The heap's live set at its peak, without stacks (analyzer/sites.cpp): the recording's
 // simultaneous one (version 5, peak_sites) or `image`'s own; only heap kinds.
 std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image);
@@ -61,23 +65,27 @@ inline const char* siteKindName(uint64_t code) {
 }
 // Calls f(SiteActivity) for each entry; damage (a cut varint) ends the list. schema_version 3
 // entries carry kind * 2 + absolute: absolute 0 means the first varint is the gap from the
-// previous entry's stack id; versions 1-2 have the kind and the stack id as they are.
+// previous entry's stack id; versions 1-2 have the kind and the stack id as they are; version 7
+// entries add frees, freed bytes and temporaries.
 template <class F>
 void forEachSiteActivity(const void* blob, int bytes, int schema_version, F&& f) {
   const auto* p = static_cast<const unsigned char*>(blob);
   const unsigned char* end = p ? p + (bytes > 0 ? bytes : 0) : p;
   auto varint = [&](uint64_t& v) { return packed::readVarint(p, end, &v); };
+  const bool frees = hasBucketFrees(schema_version);
   uint64_t prev = 0;
   while (p && p < end) {
-    uint64_t stack, kind, allocs, bytesAllocated;
+    uint64_t stack, kind, allocs, bytesAllocated, freed[3] = {0, 0, 0};
     if (!varint(stack) || !varint(kind) || !varint(allocs) || !varint(bytesAllocated)) return;
+    if (frees && (!varint(freed[0]) || !varint(freed[1]) || !varint(freed[2]))) return;
     if (schema_version >= 3) {
       if (!(kind & 1)) stack += prev;  // unsigned: a damaged gap wraps, it never traps
       kind >>= 1;
     }
     prev = stack;
     f(SiteActivity{static_cast<int64_t>(stack), kind, static_cast<int64_t>(allocs),
-                   static_cast<int64_t>(bytesAllocated)});
+                   static_cast<int64_t>(bytesAllocated), static_cast<int64_t>(freed[0]),
+                   static_cast<int64_t>(freed[1]), static_cast<int64_t>(freed[2])});
   }
 }
 

@@ -1,5 +1,7 @@
 #include "gui/call_tree_model.h"
 
+#include <QColor>
+
 #include "analyzer/format.h"
 
 namespace memledger::gui {
@@ -19,7 +21,26 @@ QString costHeader(int column) {
   return {};
 }
 
-QVariant costData(const an::TreeCost& c, int column, int role) {
+QString costHeader(int column, const RangeData* range) {
+  QString h = costHeader(column);
+  if (!range || column == kSymbolColumn || column == kLocationColumn) return h;
+  if (column == kPeakColumn && range->peakFollows()) {
+    if (range->live_at_ns)
+      h = QObject::tr("Live at %1").arg(QString::fromStdString(an::formatDuration(*range->live_at_ns)));
+    else if (range->ranged())
+      h = QObject::tr("Peak in selection");
+  }
+  return range->diff() ? QString::fromUtf8("\u0394 ") + h : h;
+}
+
+QString amountText(int64_t v, bool bytes, bool delta) {
+  QString text = QString::fromStdString(bytes ? an::formatBytes(v) : an::formatCount(v));
+  return delta && v > 0 ? "+" + text : text;
+}
+
+QColor deltaColor(int64_t delta) { return delta > 0 ? QColor(190, 40, 30) : QColor(30, 90, 190); }
+
+QVariant costData(const an::TreeCost& c, int column, int role, bool delta) {
   int64_t v = 0;
   bool isBytes = true;
   switch (column) {
@@ -32,9 +53,9 @@ QVariant costData(const an::TreeCost& c, int column, int role) {
   }
   if (role == Qt::UserRole) return QVariant::fromValue<qlonglong>(v);
   if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
-  if (role == Qt::DisplayRole)
-    return QString::fromStdString(isBytes ? an::formatBytes(v) : an::formatCount(v));
-  if (role == Qt::ToolTipRole) return QString::fromStdString(an::formatCount(v)) + (isBytes ? " B" : "");
+  if (role == Qt::DisplayRole) return amountText(v, isBytes, delta);
+  if (role == Qt::ToolTipRole) return amountText(v, false, delta) + (isBytes ? " B" : "");
+  if (role == Qt::ForegroundRole && delta && v != 0) return deltaColor(v);
   return {};
 }
 
@@ -102,12 +123,12 @@ QVariant CallTreeModel::data(const QModelIndex& index, int role) const {
     case kLocationColumn:
       if (role == Qt::DisplayRole || role == Qt::UserRole) return locationText(n.frame);
       return {};
-    default: return costData(n.total, index.column(), role);
+    default: return costData(n.total, index.column(), role, range_->diff());
   }
 }
 
 QVariant CallTreeModel::headerData(int section, Qt::Orientation o, int role) const {
-  if (o == Qt::Horizontal && role == Qt::DisplayRole) return costHeader(section);
+  if (o == Qt::Horizontal && role == Qt::DisplayRole) return costHeader(section, range_.get());
   return {};
 }
 

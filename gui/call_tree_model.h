@@ -15,7 +15,14 @@ namespace memledger::gui {
 enum CostColumn { kSymbolColumn, kPeakColumn, kLeakedColumn, kAllocatedColumn, kCountColumn, kTemporaryColumn,
                   kLocationColumn, kColumnCount };
 QString costHeader(int column);
-QVariant costData(const analyzer::TreeCost& cost, int column, int role);
+// The header of a cost column for what `range` holds: the peak column is "Peak in selection" or
+// "Live at 1.20 s" when it follows the range or an instant, every cost "Δ ..." for B − A.
+QString costHeader(int column, const RangeData* range);
+// A cost cell; `delta`: a signed B − A change ("+1.0 MiB", red growth, blue shrink).
+QVariant costData(const analyzer::TreeCost& cost, int column, int role, bool delta = false);
+// A byte or count amount as text, signed ("+", "-") when it is a change.
+QString amountText(int64_t value, bool bytes, bool delta);
+QColor deltaColor(int64_t delta);  // growth red, shrink blue
 QString locationText(const analyzer::Frame* frame);
 inline constexpr int kFrameRole = Qt::UserRole + 1;  // const analyzer::Frame* as quintptr
 

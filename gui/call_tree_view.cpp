@@ -34,12 +34,65 @@ bool openInEditor(const an::Frame* frame, QWidget*) {
   return QProcess::startDetached(program, args);
 }
 
+namespace {
+QString dur(int64_t ns) { return QString::fromStdString(an::formatDuration(ns)); }
+QString bytes(int64_t b) { return QString::fromStdString(an::formatBytes(b)); }
+
+// How the peak column's live set was found, for the space the trees show.
+QString liveNote(const RangeData& r) {
+  const an::SpaceLive* sp = r.live.space(r.space.value_or("heap"));
+  if (!sp) return {};
+  switch (sp->basis) {
+    case an::LiveBasis::WholeRunPeak:
+      return QObject::tr("the run's own peak, %1 at %2, lies in it (exact)").arg(bytes(sp->peak_bytes), dur(sp->peak_ns));
+    case an::LiveBasis::Instant:
+      return r.live_at_ns ? QObject::tr("exact") : QObject::tr("%1 at %2 (exact)").arg(bytes(sp->bytes), dur(sp->at_ns));
+    case an::LiveBasis::BucketEnd:
+      if (r.live_at_ns)
+        return QObject::tr("bucket-granular: as at %1, the end of the %2 bucket under way then")
+            .arg(dur(sp->at_ns), dur(r.live.bucket_ns));
+      if (sp->exact)
+        return QObject::tr("%1, the live set at the bucket end %2 (exact: the curve stood at its highest then)")
+            .arg(bytes(sp->peak_bytes), dur(sp->at_ns));
+      return QObject::tr("%1 at %2; bucket-granular: the live set shown is that of the bucket end %3 (%4, %5 below the peak)")
+          .arg(bytes(sp->peak_bytes), dur(sp->peak_ns), dur(sp->at_ns), bytes(sp->bytes), bytes(sp->peak_bytes - sp->bytes));
+  }
+  return {};
+}
+}  // namespace
+
 QString rangeNote(const RangeData* range) {
-  if (!range || !range->ranged()) return {};
-  return QObject::tr("Selection %1 to %2: allocated, allocations and leaked are of blocks made in it; peak and "
-                     "temporary are whole-run values.")
-      .arg(QString::fromStdString(an::formatDuration(range->from_ns.value_or(0))),
-           range->to_ns ? QString::fromStdString(an::formatDuration(*range->to_ns)) : QObject::tr("the end"));
+  if (!range) return {};
+  QStringList parts;
+  if (range->diff()) parts << QObject::tr("B \u2212 A per function: red growth, blue shrink.");
+  if (range->live_at_ns) {
+    if (range->peakFollows())
+      parts << QObject::tr("Peak amounts: what was live at %1 (%2); the other amounts are whole-run values.")
+                   .arg(dur(*range->live_at_ns), liveNote(*range));
+    else
+      parts << QObject::tr("Live at %1 is not known for this recording (%2): the peak amounts are the whole run's.")
+                   .arg(dur(*range->live_at_ns), QString::fromStdString(range->live.unavailable));
+  } else if (range->ranged()) {
+    QString span = QObject::tr("Selection %1 to %2").arg(dur(range->from_ns.value_or(0)),
+                                                         range->to_ns ? dur(*range->to_ns) : QObject::tr("the end"));
+    if (range->peakFollows())
+      parts << QObject::tr("%1: allocated, allocations and leaked are of blocks made in it, temporary of those freed in it; "
+                           "peak is the selection's highest point: %2.")
+                   .arg(span, liveNote(*range));
+    else
+      parts << QObject::tr("%1: allocated, allocations and leaked are of blocks made in it; peak and temporary are "
+                           "whole-run values (%2).")
+                   .arg(span, QString::fromStdString(range->live.unavailable));
+  }
+  return parts.join(' ');
+}
+
+void fitHeaders(QHeaderView* header, const QAbstractItemModel* model) {
+  // A header that changed ("Peak in selection", "Δ Live at 1.20 s") is never cut.
+  for (int c = kPeakColumn; c <= kTemporaryColumn; ++c) {
+    int w = header->fontMetrics().horizontalAdvance(model->headerData(c, Qt::Horizontal).toString()) + 28;
+    if (header->sectionSize(c) < w) header->resizeSection(c, w);
+  }
 }
 
 CallTreeView::CallTreeView(an::TreeDirection direction, QWidget* parent)
@@ -91,6 +144,7 @@ void CallTreeView::setRange(std::shared_ptr<const RangeData> range) {
   note_->setText(note);
   note_->setVisible(!note.isEmpty());
   model_->setRange(std::move(range));
+  fitHeaders(view_->header(), model_);
   proxy_->sort(view_->header()->sortIndicatorSection(), view_->header()->sortIndicatorOrder());
   // The heaviest path open, as heaptrack does.
   QModelIndex idx = proxy_->index(0, 0);

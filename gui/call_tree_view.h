@@ -3,6 +3,7 @@
 // command set in the settings: "%f" file, "%l" line).
 #pragma once
 
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QTreeView>
@@ -16,6 +17,8 @@ namespace memledger::gui {
 bool openInEditor(const analyzer::Frame* frame, QWidget* parent);
 // "range: allocated and leaked in 1.2 s to 2.3 s; peak and temporary: whole run" or "".
 QString rangeNote(const RangeData* range);
+// Widens the cost columns whose header text no longer fits.
+void fitHeaders(QHeaderView* header, const QAbstractItemModel* model);
 
 class CallTreeView : public QWidget {
   Q_OBJECT

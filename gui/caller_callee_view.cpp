@@ -54,15 +54,16 @@ QVariant SymbolTableModel::data(const QModelIndex& index, int role) const {
     default:
       if (role == Qt::ToolTipRole)
         return tr("inclusive %1, self %2")
-            .arg(costData(s->inclusive, index.column(), Qt::DisplayRole).toString(),
-                 costData(s->self, index.column(), Qt::DisplayRole).toString());
-      return costData(s->inclusive, index.column(), role);
+            .arg(costData(s->inclusive, index.column(), Qt::DisplayRole, range_->diff()).toString(),
+                 costData(s->self, index.column(), Qt::DisplayRole, range_->diff()).toString());
+      return costData(s->inclusive, index.column(), role, range_->diff());
   }
 }
 
 QVariant SymbolTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o == Qt::Horizontal && role == Qt::DisplayRole)
-    return section == kSymbolColumn || section == kLocationColumn ? costHeader(section) : costHeader(section) + tr(" (incl.)");
+    return section == kSymbolColumn || section == kLocationColumn ? costHeader(section)
+                                                                   : costHeader(section, range_.get()) + tr(" (incl.)");
   return {};
 }
 
@@ -120,7 +121,9 @@ CallerCalleeView::CallerCalleeView(QWidget* parent)
 }
 
 void CallerCalleeView::setRange(std::shared_ptr<const RangeData> range) {
+  delta_ = range && range->diff();
   model_->setRange(std::move(range));
+  fitHeaders(table_->horizontalHeader(), model_);
   proxy_->sort(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
   if (proxy_->rowCount() > 0) table_->selectRow(0);
   else showSymbol(nullptr);
@@ -139,12 +142,12 @@ void CallerCalleeView::showSymbol(const an::SymbolCost* s) {
   callers_->clear();
   callees_->clear();
   if (!s) return;
-  auto fill = [](QTreeWidget* w, const std::map<std::string, an::TreeCost>& edges) {
+  auto fill = [this](QTreeWidget* w, const std::map<std::string, an::TreeCost>& edges) {
     for (const auto& [name, cost] : edges) {
       auto* item = new EdgeItem(w);
       item->setText(0, QString::fromStdString(name));
-      item->setText(1, QString::fromStdString(an::formatBytes(cost.allocated)));
-      item->setText(2, QString::fromStdString(an::formatBytes(cost.peak)));
+      item->setText(1, amountText(cost.allocated, true, delta_));
+      item->setText(2, amountText(cost.peak, true, delta_));
       item->setData(1, Qt::UserRole, qlonglong(cost.allocated));
       item->setData(2, Qt::UserRole, qlonglong(cost.peak));
     }

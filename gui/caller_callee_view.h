@@ -42,6 +42,7 @@ class CallerCalleeView : public QWidget {
   CostFilterProxy* proxy_;
   QTableView* table_;
   QTreeWidget *callers_, *callees_;
+  bool delta_ = false;  // B − A: the edges' amounts are signed changes
 };
 
 }  // namespace memledger::gui

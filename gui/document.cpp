@@ -1,11 +1,11 @@
 #include "gui/document.h"
+#include "gui/document_jobs.h"
 
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrent>
 
-#include <set>
 
 namespace memledger::gui {
 
@@ -15,6 +15,7 @@ Document::Document(QObject* parent) : QObject(parent) {}
 
 Document::~Document() {
   cancel();
+  if (chartControl_) chartControl_->cancel();
   waitAll();
 }
 
@@ -62,6 +63,7 @@ void wireProgress(an::QueryControl& control, QPointer<Document> doc, uint64_t ge
 
 void Document::open(const QString& path) {
   cancel();
+  ++compareGeneration_;  // a comparison still loading was with the old recording
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
   const uint64_t gen = ++generation_;
   auto control = std::make_shared<an::QueryControl>();
@@ -78,32 +80,7 @@ void Document::open(const QString& path) {
     std::shared_ptr<RecordingData> out;
     QString message;
     try {
-      auto d = std::make_shared<RecordingData>();
-      d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
-      d->report = an::report(*d->rec, {}, *control);
-      d->series = an::memorySeries(*d->rec, *control);
-      d->markers = an::markers(*d->rec);
-      for (const auto& s : d->series) {
-        std::vector<an::Series> levels;
-        for (size_t n = s.series.points.size() / 8; n >= 4096 / 8 && s.series.points.size() > 4096; n /= 8) {
-          if (control->cancelled) throw an::Cancelled();
-          an::Curve c = an::downsample(s.series, 0, INT64_MAX, n);
-          an::Series level;
-          level.exact_peak = s.series.exact_peak;
-          level.points.reserve(c.points.size());
-          for (const an::CurvePoint& p : c.points) level.points.push_back({p.t_from_ns, p.last, p.max, p.min});
-          levels.push_back(std::move(level));
-          if (c.points.size() < 4096) break;
-        }
-        d->levels.push_back(std::move(levels));
-      }
-      d->end_ns = d->rec->info().duration_ns;
-      for (const auto& s : d->series)
-        if (!s.series.points.empty()) d->end_ns = std::max(d->end_ns, s.series.points.back().t_ns);
-      for (const auto& p : d->report.processes)
-        d->end_ns = std::max(d->end_ns, p.end_ns.value_or(p.start_ns));
-      if (d->end_ns <= 0) d->end_ns = 1;
-      out = std::move(d);
+      out = loadRecording(file, *control, true);
     } catch (const an::Cancelled&) {
       idleAfterCancel(self, gen);
       return;
@@ -124,8 +101,15 @@ void Document::open(const QString& path) {
           }
           self->data_ = out;
           self->range_.reset();
+          self->liveAt_.reset();
+          self->compare_.reset();
+          self->show_ = Show::A;
+          self->charts_.reset();
+          ++self->chartGeneration_;  // charts of the old recording still on the way are dropped
+          if (self->chartControl_) self->chartControl_->cancel();
+          self->chartsBusy_ = false;
           self->openSeconds_ = seconds;
-          emit self->opened();
+          emit self->opened();  // the Charts view asks for the new recording's charts
           self->startRange(out, std::nullopt, std::nullopt, true);
         },
         Qt::QueuedConnection);
@@ -134,13 +118,118 @@ void Document::open(const QString& path) {
 
 void Document::setRange(std::optional<int64_t> from, std::optional<int64_t> to) {
   if (!data_) return;
+  liveAt_.reset();
   startRange(data_, from, to, false);
+}
+
+void Document::restartRange() {
+  if (data_) startRange(data_, range_ ? range_->from_ns : std::nullopt, range_ ? range_->to_ns : std::nullopt, false);
 }
 
 void Document::setSpace(const QString& space) {
   if (space == space_) return;
   space_ = space;
-  if (data_) startRange(data_, range_ ? range_->from_ns : std::nullopt, range_ ? range_->to_ns : std::nullopt, false);
+  restartRange();
+  if (chartRequest_) startCharts();
+}
+
+void Document::setLiveAt(std::optional<int64_t> t) {
+  if (!data_) return;
+  liveAt_ = t;
+  startRange(data_, std::nullopt, std::nullopt, false);
+}
+
+void Document::setShow(Show show) {
+  if (!compare_) show = Show::A;
+  if (show == show_) return;
+  show_ = show;
+  restartRange();
+  if (chartRequest_) startCharts();
+}
+
+void Document::setCompare(const QString& path) {
+  if (!data_) return;
+  const uint64_t gen = ++compareGeneration_;
+  QPointer<Document> self(this);
+  const std::string file = path.toStdString();
+  jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
+  jobs_.append(QtConcurrent::run([self, gen, file] {
+    std::shared_ptr<RecordingData> out;
+    QString message;
+    try {
+      an::QueryControl control;
+      out = loadRecording(file, control, false);
+    } catch (const std::exception& e) {
+      message = QString::fromStdString(e.what());
+    }
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, gen, out, message] {
+          if (!self || self->compareGeneration_ != gen) return;
+          if (!out) {
+            emit self->compareFailed(message);
+            return;
+          }
+          self->compare_ = out;
+          emit self->compareOpened();
+          if (self->show_ != Show::A) {
+            self->restartRange();
+            if (self->chartRequest_) self->startCharts();
+          }
+        },
+        Qt::QueuedConnection);
+  }));
+}
+
+const char* showName(Show show) {
+  switch (show) {
+    case Show::A: return "a";
+    case Show::B: return "b";
+    case Show::Diff: return "diff";
+  }
+  return "";
+}
+
+void Document::requestCharts(const an::ChartRequest& request) {
+  chartRequest_ = request;
+  if (data_) startCharts();
+}
+
+void Document::startCharts() {
+  if (chartControl_) chartControl_->cancel();
+  jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
+  const uint64_t gen = ++chartGeneration_;
+  auto control = std::make_shared<an::QueryControl>();
+  chartControl_ = control;
+  an::ChartRequest req = *chartRequest_;
+  req.space = space_.isEmpty() ? std::nullopt : std::optional<std::string>(space_.toStdString());
+  const Show show = compare_ ? show_ : Show::A;
+  std::shared_ptr<const RecordingData> a = data_, b = compare_;
+  chartsBusy_ = true;
+  QPointer<Document> self(this);
+  jobs_.append(QtConcurrent::run([self, gen, control, req, show, a, b] {
+    std::shared_ptr<an::SiteCharts> out;
+    try {
+      if (show == Show::Diff) out = std::make_shared<an::SiteCharts>(an::diffCharts(*a->rec, *b->rec, req, *control));
+      else out = std::make_shared<an::SiteCharts>(an::siteCharts(show == Show::B ? *b->rec : *a->rec, req, *control));
+    } catch (const an::Cancelled&) {
+      return;
+    } catch (const std::exception&) {
+      out.reset();  // a damaged file: the views already say what failed
+    }
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, gen, out] {
+          if (!self || self->chartGeneration_ != gen) return;
+          self->chartsBusy_ = false;
+          if (!out) return;
+          self->charts_ = out;
+          emit self->chartsChanged();
+        },
+        Qt::QueuedConnection);
+  }));
 }
 
 void Document::startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from,
@@ -153,35 +242,21 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   setBusy(true);
   QPointer<Document> self(this);
   wireProgress(*control, self, gen, &generation_, from || to ? tr("Filtering the time range") : tr("Building call trees"));
-  const std::string wanted = space_.toStdString();
-  jobs_.append(QtConcurrent::run([self, gen, control, data, from, to, wanted] {
+  RangeRequest request;
+  request.a = data;
+  request.b = compare_;
+  request.show = compare_ ? show_ : Show::A;
+  request.from = from;
+  request.to = to;
+  request.live_at = from || to ? std::nullopt : liveAt_;
+  request.space = space_.toStdString();
+  jobs_.append(QtConcurrent::run([self, gen, control, request] {
     QElapsedTimer timer;
     timer.start();
-    auto r = std::make_shared<RangeData>();
-    r->from_ns = from;
-    r->to_ns = to;
+    std::shared_ptr<RangeData> r;
     QString message;
     try {
-      const an::Recording& rec = *data->rec;
-      r->costs = an::siteCosts(rec, from, to, *control);
-      if (control->cancelled) throw an::Cancelled();
-      std::set<std::string> spaces;
-      for (const auto& c : r->costs) spaces.insert(c.space);
-      r->spaces.assign(spaces.begin(), spaces.end());
-      if (!wanted.empty() && spaces.count(wanted)) r->space = wanted;
-      const an::SiteFrames frames = an::siteFrames(rec, r->costs);
-      r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
-      r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
-      r->top_down.t_from_ns = r->bottom_up.t_from_ns = from;
-      r->top_down.t_to_ns = r->bottom_up.t_to_ns = to;
-      if (control->cancelled) throw an::Cancelled();
-      r->symbols = an::callerCallee(r->costs, frames, r->space);
-      an::Filter f;
-      f.t_from_ns = from;
-      f.t_to_ns = to;
-      r->leaks = from || to ? an::leaks(rec, f) : data->report.leaks;
-      if (control->cancelled) throw an::Cancelled();
-      r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
+      r = computeRange(request, *control);
     } catch (const an::Cancelled&) {
       idleAfterCancel(self, gen);
       return;

@@ -16,7 +16,9 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/call_tree.h"
+#include "analyzer/live_set.h"
 #include "analyzer/series_set.h"
+#include "analyzer/site_chart.h"
 #include "analyzer/size_histogram.h"
 
 namespace memledger::gui {
@@ -34,8 +36,26 @@ struct RecordingData {
   int64_t end_ns = 0;  // the time axis' end: the run's duration or the last bucket
 };
 
+// Which recording the per-site views show when a second one (B) is open for comparison: the
+// open one (A), B, or B − A per site (the trees' costs are then signed deltas).
+enum class Show { A, B, Diff };
+const char* showName(Show show);  // a | b | diff
+
 // The per-site answers of one time range (the whole run when from/to are empty).
 struct RangeData {
+  Show show = Show::A;
+  // The recording whose sites these are (A or B; B − A: A, with `other` B). Frames in the trees
+  // point into them, so they live as long as the trees.
+  std::shared_ptr<const RecordingData> shown, other;
+  std::optional<int64_t> live_at_ns;  // the peak amounts are what was live then (no range)
+  // With a range or live_at: the live set that replaced the whole-run peak (analyzer/live_set.h:
+  // per space its instant and how exact). Not available (an older file): the peak is whole-run.
+  analyzer::LiveSet live;
+  bool temporary_follows = false;  // temporaries are those of the range (version 7 files)
+  // B − A: per node the sum of the absolute changes at and below it (a difference flame graph's widths).
+  std::vector<analyzer::TreeCost> top_down_change, bottom_up_change;
+  bool diff() const { return show == Show::Diff; }
+  bool peakFollows() const { return live.available; }
   std::optional<int64_t> from_ns, to_ns;
   std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
   std::vector<std::string> spaces;   // the spaces the sites are in, sorted
@@ -55,7 +75,22 @@ class Document : public QObject {
 
   void open(const QString& path);
   // Filters the per-site views to allocations made in [from, to]; nullopt/nullopt: the whole run.
+  // A range clears a live-at instant.
   void setRange(std::optional<int64_t> from_ns, std::optional<int64_t> to_ns);
+  // The trees' peak amounts become what was live at t (nullopt: back to the peak); clears a range.
+  void setLiveAt(std::optional<int64_t> t_ns);
+  std::optional<int64_t> liveAt() const { return liveAt_; }
+  // A second recording (B) to compare with: opened on a worker, then compareOpened() (or
+  // compareFailed()). Every per-site view can then show A, B or B − A (setShow).
+  void setCompare(const QString& path);
+  std::shared_ptr<const RecordingData> compareData() const { return compare_; }
+  void setShow(Show show);
+  Show show() const { return show_; }
+  // The charts (analyzer/site_chart.h) of the shown recording(s) for a window; the space is the
+  // trees' one. A newer request cancels an older one; chartsChanged() when they are in.
+  void requestCharts(const analyzer::ChartRequest& request);
+  std::shared_ptr<const analyzer::SiteCharts> charts() const { return charts_; }
+  bool chartsBusy() const { return chartsBusy_; }
   void cancel();
   // The space the trees show ("" every space; the default "heap", or every space when the
   // recording has no heap sites). Peaks of different spaces never add up: one at a time.
@@ -77,10 +112,15 @@ class Document : public QObject {
   void rangeChanged();  // range() holds the trees and leaks of the current range
   void failed(const QString& message);  // a one-line message; data() is unchanged
   void busyChanged(bool busy);
+  void compareOpened();
+  void compareFailed(const QString& message);
+  void chartsChanged();
 
  private:
   void startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from, std::optional<int64_t> to,
                   bool afterOpen);
+  void restartRange();  // the current range again (a new space, show or live-at)
+  void startCharts();
   void setBusy(bool busy);
   // A job of generation `gen` was cancelled by the user: idle, unless a newer job owns the state.
   static void idleAfterCancel(QPointer<Document> self, uint64_t gen);
@@ -95,6 +135,15 @@ class Document : public QObject {
   bool busy_ = false;
   double openSeconds_ = 0, rangeSeconds_ = 0;
   QList<QFuture<void>> jobs_;
+  std::optional<int64_t> liveAt_;
+  std::shared_ptr<const RecordingData> compare_;
+  Show show_ = Show::A;
+  uint64_t compareGeneration_ = 0;
+  std::optional<analyzer::ChartRequest> chartRequest_;
+  std::shared_ptr<const analyzer::SiteCharts> charts_;
+  std::shared_ptr<analyzer::QueryControl> chartControl_;
+  uint64_t chartGeneration_ = 0;
+  bool chartsBusy_ = false;
 };
 
 }  // namespace memledger::gui

@@ -15,9 +15,11 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "analyzer/format.h"
 #include "gui/call_tree_model.h"
+#include "gui/call_tree_view.h"
 
 namespace memledger::gui {
 
@@ -41,6 +43,18 @@ FlameGraphCanvas::FlameGraphCanvas(QWidget* parent) : QWidget(parent) {
 const an::CallTree* FlameGraphCanvas::tree() const {
   if (!range_) return nullptr;
   return bottomUp_ ? &range_->bottom_up : &range_->top_down;
+}
+
+const std::vector<an::TreeCost>* FlameGraphCanvas::changes() const {
+  if (!range_ || !range_->diff()) return nullptr;
+  const auto& c = bottomUp_ ? range_->bottom_up_change : range_->top_down_change;
+  return c.size() == tree()->nodes.size() ? &c : nullptr;
+}
+
+int64_t FlameGraphCanvas::widthCost(int32_t node) const {
+  // B − A: a box is as wide as the changes below it (growth and shrink alike), not their net.
+  if (const auto* c = changes()) return an::costOf((*c)[size_t(node)], metric_);
+  return an::costOf(tree()->nodes[size_t(node)].total, metric_);
 }
 
 void FlameGraphCanvas::setTree(std::shared_ptr<const RangeData> range, bool bottomUp) {
@@ -69,7 +83,7 @@ void FlameGraphCanvas::layoutBoxes() {
   const an::CallTree* t = tree();
   if (!t || t->nodes.empty()) return;
   const double w = width();
-  auto cost = [&](int32_t n) { return an::costOf(t->nodes[size_t(n)].total, metric_); };
+  auto cost = [&](int32_t n) { return widthCost(n); };
   const int64_t rootCost = cost(zoom_);
   if (rootCost <= 0) return;
   auto yOf = [&](int depth) { return icicle_ ? depth * kRowHeight : height() - (depth + 1) * kRowHeight; };
@@ -120,9 +134,23 @@ QString FlameGraphCanvas::tooltipFor(int32_t node) const {
   const an::CallTree* t = tree();
   if (!t || node < 0 || size_t(node) >= t->nodes.size()) return {};
   const an::CallNode& n = t->nodes[size_t(node)];
+  QString loc = locationText(n.frame);
+  if (const auto* c = changes()) {
+    const bool counts = metric_ == an::TreeMetric::Count || metric_ == an::TreeMetric::Temporary;
+    auto text = [&](const an::TreeCost& x, an::TreeMetric m) {
+      return amountText(an::costOf(x, m), m != an::TreeMetric::Count && m != an::TreeMetric::Temporary, true);
+    };
+    return QString("<b>%1</b><br>%2B \u2212 A %3: %4 (changes below: %5)<br>peak %6 &middot; leaked %7 &middot; "
+                   "allocated %8 in %9 allocations &middot; temporary %10")
+        .arg(QString::fromStdString(n.symbol).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
+             an::treeMetricName(metric_), text(n.total, metric_),
+             amountText(an::costOf((*c)[size_t(node)], metric_), !counts, false))
+        .arg(text(n.total, an::TreeMetric::Peak), text(n.total, an::TreeMetric::Leaked),
+             text(n.total, an::TreeMetric::Allocated), text(n.total, an::TreeMetric::Count),
+             text(n.total, an::TreeMetric::Temporary));
+  }
   const int64_t root = std::max<int64_t>(1, an::costOf(t->nodes[0].total, metric_));
   const int64_t v = an::costOf(n.total, metric_);
-  QString loc = locationText(n.frame);
   return QString("<b>%1</b><br>%2%3: %4 (%5 B, %6% of all)<br>peak %7 &middot; leaked %8 &middot; allocated %9 in %10 "
                  "allocations &middot; temporary %11")
       .arg(QString::fromStdString(n.symbol).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
@@ -146,10 +174,17 @@ void FlameGraphCanvas::paintEvent(QPaintEvent*) {
     return;
   }
   const bool searching = !search_.isEmpty();
+  const auto* changed = changes();
   for (const Box& b : boxes_) {
     const an::CallNode& n = t->nodes[size_t(b.node)];
     QColor c;
-    if (b.node == 0) c = QColor(0xa0, 0xa0, 0xa8);
+    if (changed) {
+      // Red for net growth, blue for net shrink, paler where the changes below mostly cancel.
+      const int64_t net = an::costOf(n.total, metric_), all = std::max<int64_t>(1, widthCost(b.node));
+      const double share = 0.35 + 0.65 * double(std::llabs(net)) / double(all);
+      const QColor base = net >= 0 ? QColor(220, 60, 45) : QColor(45, 100, 215);
+      c = QColor::fromRgbF(1 - (1 - base.redF()) * share, 1 - (1 - base.greenF()) * share, 1 - (1 - base.blueF()) * share);
+    } else if (b.node == 0) c = QColor(0xa0, 0xa0, 0xa8);
     else {
       // Warm colours, stable per symbol; frames without a symbol grey.
       uint h = qHash(QString::fromStdString(n.symbol));
@@ -160,7 +195,11 @@ void FlameGraphCanvas::paintEvent(QPaintEvent*) {
     p.fillRect(b.rect, c);
     if (b.rect.width() > 28) {
       p.setPen(Qt::black);
-      QString label = b.node == 0 ? tr("all sites") : QString::fromStdString(n.symbol);
+      QString label = b.node == 0 ? (changed ? tr("all changes") : tr("all sites")) : QString::fromStdString(n.symbol);
+      if (changed) {
+        const bool bytes = metric_ != an::TreeMetric::Count && metric_ != an::TreeMetric::Temporary;
+        label += "  " + amountText(an::costOf(n.total, metric_), bytes, true);
+      }
       p.drawText(b.rect.adjusted(3, 0, -2, 0), Qt::AlignLeft | Qt::AlignVCenter,
                  p.fontMetrics().elidedText(label, Qt::ElideRight, int(b.rect.width() - 5)));
     }
@@ -216,6 +255,9 @@ FlameGraphView::FlameGraphView(QWidget* parent)
   threshold_->setToolTip(tr("Hide frames costing less than this share of the shown root"));
   auto* reset = new QPushButton(tr("Reset zoom"), this);
   auto* found = new QLabel(this);
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  note_->hide();
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Metric"), this));
   bar->addWidget(metric_);
@@ -229,6 +271,7 @@ FlameGraphView::FlameGraphView(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   layout->addLayout(bar);
+  layout->addWidget(note_);
   // Deep stacks (an interpreter's) are taller than the window: the canvas scrolls vertically.
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
@@ -247,13 +290,22 @@ FlameGraphView::FlameGraphView(QWidget* parent)
     canvas_->repaint();
     const an::CallTree* tree = canvas_->tree();
     if (t.isEmpty() || !tree) return found->clear();
-    int64_t root = std::max<int64_t>(1, an::costOf(tree->nodes[0].total, canvas_->metric()));
+    int64_t root = std::max<int64_t>(1, canvas_->widthCost(0));
     found->setText(tr("matched %1%").arg(100.0 * double(canvas_->matchedCost()) / double(root), 0, 'f', 1));
   });
 }
 
 void FlameGraphView::setRange(std::shared_ptr<const RangeData> range) {
   range_ = std::move(range);
+  QString note = rangeNote(range_.get());
+  if (range_ && range_->diff())
+    note += tr(" A box is as wide as the changes below it, growth and shrink alike.");
+  note_->setText(note);
+  note_->setVisible(!note.isEmpty());
+  // The peak metric is what the peak column is: the run's, the selection's, or live at a time.
+  metric_->setItemText(metric_->findData(int(an::TreeMetric::Peak)),
+                       range_ ? costHeader(kPeakColumn, range_.get()).remove(QString::fromUtf8("\u0394 ")).toLower()
+                              : QString("peak"));
   rebuild();
 }
 

@@ -12,6 +12,7 @@
 
 class QCheckBox;
 class QDoubleSpinBox;
+class QLabel;
 class QLineEdit;
 
 namespace memledger::gui {
@@ -29,6 +30,10 @@ class FlameGraphCanvas : public QWidget {
   int32_t zoomNode() const { return zoom_; }
   const analyzer::CallTree* tree() const;
   analyzer::TreeMetric metric() const { return metric_; }
+  // B − A (a comparison shown as its difference): per node the changes at and below it; else null.
+  const std::vector<analyzer::TreeCost>* changes() const;
+  // What a box's width stands for: the node's cost, or (B − A) the size of the changes below it.
+  int64_t widthCost(int32_t node) const;
 
   struct Box {
     int32_t node = 0;
@@ -79,6 +84,7 @@ class FlameGraphView : public QWidget {
   QCheckBox *inverted_, *icicle_;
   QLineEdit* search_;
   QDoubleSpinBox* threshold_;
+  QLabel* note_ = nullptr;  // what the boxes mean for this range (B − A, live at, a selection's peak)
 };
 
 }  // namespace memledger::gui

@@ -11,7 +11,9 @@
 #include <functional>
 
 #include "analyzer/format.h"
+#include "gui/charts_view.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/main_window.h"
 #include "gui/measure.h"
 #include "gui/timeline_widget.h"
@@ -20,9 +22,13 @@ namespace {
 const char* kUsage =
     "usage: memledger-gui [FILE] [--compare FILE2] [--screenshot OUT.png [--view NAME] [--range A:B]]\n"
     "       memledger-gui FILE --measure   (bench/gui_speed.sh: open, range and GUI-thread times)\n"
-    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap)\n"
-    "  NAME: summary, timeline, flamegraph, bottom-up, top-down, caller-callee, leaks, sizes,\n"
-    "        suggestions, compare (FILE2 against FILE, with --compare)\n"
+    "       [--space heap|mmap|device:N|...|all]   the space the trees show (default heap), and the\n"
+    "                                             space of the range the fragmentation map shows first\n"
+    "       [--at TIME]          the trees' peak column is what was live at TIME (\"1.5s\")\n"
+    "       [--show a|b|diff]    with --compare: what the per-site views show (default diff)\n"
+    "       [--chart consumed|allocations|allocated|temporary] [--group function|site]   the Charts view\n"
+    "  NAME: summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes,\n"
+    "        suggestions, compare (FILE2 against FILE, with --compare), fragmentation\n"
     "  A:B: a time range as in `memledger report --time` (\"1s:2.5s\", \"100ms:\")\n";
 }
 
@@ -31,7 +37,7 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("memledger");
   QApplication::setApplicationName("memledger-gui");
   QStringList args = QApplication::arguments().mid(1);
-  QString file, screenshot, viewName = "summary", range, space, compare;
+  QString file, screenshot, viewName = "summary", range, space, compare, at, show = "diff", chart, group;
   bool spaceGiven = false;
   bool measure = false;
   for (int i = 0; i < args.size(); ++i) {
@@ -53,6 +59,14 @@ int main(int argc, char** argv) {
     } else if (a == "--space") {
       if (!value(&space)) return std::fputs(kUsage, stderr), 2;
       spaceGiven = true;
+    } else if (a == "--at") {
+      if (!value(&at)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--show") {
+      if (!value(&show)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--chart") {
+      if (!value(&chart)) return std::fputs(kUsage, stderr), 2;
+    } else if (a == "--group") {
+      if (!value(&group)) return std::fputs(kUsage, stderr), 2;
     } else if (a == "--measure") {
       measure = true;
     } else if (a == "--compare") {
@@ -73,6 +87,20 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  namespace an = memledger::analyzer;
+  using memledger::gui::Show;
+  std::optional<int64_t> liveAt;
+  if (!at.isEmpty() && !(liveAt = an::parseDuration(at.toStdString()))) {
+    std::fprintf(stderr, "memledger-gui: bad time '%s' (e.g. 1.5s)\n", qPrintable(at));
+    return 2;
+  }
+  const std::optional<an::ChartKind> chartKind = an::parseChartKind(chart.isEmpty() ? "consumed" : chart.toStdString());
+  if (!chartKind || (!group.isEmpty() && group != "function" && group != "site") ||
+      (show != "a" && show != "b" && show != "diff")) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const Show showWhat = show == "a" ? Show::A : show == "b" ? Show::B : Show::Diff;
   std::optional<memledger::analyzer::TimeRange> timeRange;
   if (!range.isEmpty()) {
     timeRange = memledger::analyzer::parseTimeRange(range.toStdString());
@@ -94,15 +122,22 @@ int main(int argc, char** argv) {
     window.resize(1400, 950);
     return memledger::gui::measureWindow(window, file);
   }
-  if (spaceGiven) window.document()->setSpace(space == "all" ? QString() : space);
+  if (spaceGiven) {
+    window.document()->setSpace(space == "all" ? QString() : space);
+    window.fragmentationView()->setPreferredSpace(space);
+  }
   if (!file.isEmpty()) window.openFile(file);
   if (screenshot.isEmpty()) return app.exec();
 
-  bool rangeApplied = !timeRange;
-  bool compareStarted = compare.isEmpty();
+  // The shot is taken once every step asked for is shown: the range or the live-at time, the
+  // comparison (its table, and B or B − A in the per-site views), the charts.
+  window.chartsView()->setKind(*chartKind);
+  if (group == "site") window.chartsView()->setGroup(an::ChartGroup::Site);
+  bool rangeApplied = !timeRange, atApplied = !liveAt;
+  bool compareStarted = compare.isEmpty(), compared = compare.isEmpty(), compareOpened = compare.isEmpty();
+  bool showApplied = compare.isEmpty(), shooting = false;
   int status = 0;
-  std::function<void()> shoot = [&] {
-    window.showView(viewName);
+  std::function<void()> grab = [&] {
     QTimer::singleShot(50, &window, [&] {
       QWidget* target = viewName == "timeline" ? window.view("timeline") : static_cast<QWidget*>(&window);
       if (!target->grab().save(screenshot)) {
@@ -118,22 +153,66 @@ int main(int argc, char** argv) {
       app.exit(status);
     });
   };
-  QObject::connect(window.compareView(), &memledger::gui::CompareView::compared, &window, [&] { shoot(); });
-  QObject::connect(&window, &MainWindow::ready, &window, [&] {
+  std::function<void()> shoot = [&] {
+    if (shooting) return;
+    shooting = true;
+    window.showView(viewName);
+    // The fragmentation map reads its ranges when first shown: the shot waits for its layout.
+    if (auto* frag = window.fragmentationView(); viewName == "fragmentation" && !frag->isSettled() && !status) {
+      QObject::connect(frag, &memledger::gui::FragmentationView::settled, &window, [&] { grab(); },
+                       Qt::SingleShotConnection);
+      return;
+    }
+    // The charts are asked for when their view shows: the shot waits for them.
+    if (viewName == "charts" && !status && window.document()->data()) {
+      QObject::connect(window.document(), &memledger::gui::Document::chartsChanged, &window, [&] { grab(); });
+      window.chartsView()->requestNow();
+      return;
+    }
+    grab();
+  };
+  // The next step once the document is idle and every view shows its range.
+  std::function<void()> next = [&] {
     if (window.showingError()) status = 2;
-    if (!rangeApplied && !status) {
+    if (status) return shoot();
+    if (window.document()->busy()) return;  // its ready() follows
+    if (!rangeApplied) {
       rangeApplied = true;
       window.timeline()->setSelection(timeRange->from_ns, timeRange->to_ns);
       window.document()->setRange(timeRange->from_ns, timeRange->to_ns);
       return;
     }
-    if (!compareStarted && !status) {
-      compareStarted = true;
-      window.compareWith(compare);  // the shot follows compared()
+    if (!atApplied) {
+      atApplied = true;
+      window.showLiveAt(liveAt);
       return;
     }
+    if (!compareStarted) {
+      compareStarted = true;
+      window.compareWith(compare);
+      return;
+    }
+    if (!compared || !compareOpened) return;
+    if (!showApplied) {
+      showApplied = true;
+      if (window.document()->show() != showWhat) {
+        window.setShow(showWhat);
+        return;
+      }
+    }
+    shoot();
+  };
+  QObject::connect(window.compareView(), &memledger::gui::CompareView::compared, &window, [&] {
+    compared = true;
+    if (!window.compareView()->error().isEmpty()) status = 2;
+    next();
+  });
+  QObject::connect(window.document(), &memledger::gui::Document::compareFailed, &window, [&] {
+    status = 2;
     shoot();
   });
+  QObject::connect(window.document(), &memledger::gui::Document::compareOpened, &window, [&] { compareOpened = true; });
+  QObject::connect(&window, &MainWindow::ready, &window, [&] { next(); });
   QTimer::singleShot(120000, &app, [&] {
     std::fputs("memledger-gui: timed out waiting for the recording\n", stderr);
     app.exit(2);

@@ -20,14 +20,17 @@
 #include <QVBoxLayout>
 
 #include <cstdio>
+#include <tuple>
 
 #include "analyzer/format.h"
 #include "gui/call_tree_view.h"
 #include "gui/caller_callee_view.h"
+#include "gui/charts_view.h"
 #include "gui/flame_graph.h"
 #include "gui/leaks_view.h"
 #include "gui/sizes_view.h"
 #include "gui/compare_view.h"
+#include "gui/fragmentation_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 
@@ -51,6 +54,8 @@ MainWindow::MainWindow(QWidget* parent)
       leaks_(new LeaksView(this)),
       sizes_(new SizesView(this)),
       compare_(new CompareView(this)),
+      charts_(new ChartsView(doc_, this)),
+      fragmentation_(new FragmentationView(this)),
       suggestions_(new SuggestionsView(this)),
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
@@ -67,6 +72,7 @@ MainWindow::MainWindow(QWidget* parent)
 
   tabs_->addTab(summary_, tr("&Summary"));
   tabs_->addTab(flame_, tr("&Flame Graph"));
+  tabs_->addTab(charts_, tr("C&harts"));
   tabs_->addTab(bottomUp_, tr("&Bottom-Up"));
   tabs_->addTab(topDown_, tr("&Top-Down"));
   tabs_->addTab(callerCallee_, tr("&Caller/Callee"));
@@ -74,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(sizes_, tr("Si&zes"));
   tabs_->addTab(suggestions_, tr("S&uggestions"));
   tabs_->addTab(compare_, tr("Co&mpare"));
+  tabs_->addTab(fragmentation_, tr("Fra&gmentation"));
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);
@@ -97,6 +104,15 @@ MainWindow::MainWindow(QWidget* parent)
   space_->setToolTip(tr("The space the call trees, the flame graph and caller/callee show: a peak is per space"));
   bar->addWidget(new QLabel(tr("Trees of"), panel));
   bar->addWidget(space_);
+  show_ = new QComboBox(panel);
+  show_->addItem(tr("A (this recording)"), int(Show::A));
+  show_->addItem(tr("B (compared)"), int(Show::B));
+  show_->addItem(tr("B \u2212 A"), int(Show::Diff));
+  show_->setEnabled(false);
+  show_->setToolTip(tr("With a comparison open (File \u2192 Compare with...): what the trees, the flame graph and "
+                       "the charts show, A, B or B \u2212 A per function (Ctrl+Alt+A / B / D)"));
+  bar->addWidget(new QLabel(tr("Show"), panel));
+  bar->addWidget(show_);
   bar->addWidget(timelineStatus_, 1);
   auto* pl = new QVBoxLayout(panel);
   pl->setContentsMargins(2, 2, 2, 2);
@@ -113,6 +129,21 @@ MainWindow::MainWindow(QWidget* parent)
   connect(timeline_, &TimelineWidget::hoverText, timelineStatus_, &QLabel::setText);
   connect(timeline_, &TimelineWidget::rangeSelected, doc_, &Document::setRange);
   connect(space_, &QComboBox::activated, this, [this] { doc_->setSpace(space_->currentData().toString()); });
+  connect(show_, &QComboBox::activated, this, [this] { setShow(Show(show_->currentData().toInt())); });
+  connect(timeline_, &TimelineWidget::timeClicked, this, [this](int64_t t) { showLiveAt(t); });
+  connect(timeline_, &TimelineWidget::viewChanged, charts_, &ChartsView::setView);
+  connect(charts_, &ChartsView::timeClicked, this, [this](int64_t t) { showLiveAt(t); });
+  connect(charts_, &ChartsView::rangeSelected, this, [this](std::optional<int64_t> from, std::optional<int64_t> to) {
+    timeline_->setSelection(from, to);
+    timeline_->setLiveAt(std::nullopt);
+    doc_->setRange(from, to);
+  });
+  connect(charts_, &ChartsView::hoverText, timelineStatus_, &QLabel::setText);
+  connect(doc_, &Document::compareOpened, this, [this] {
+    show_->setEnabled(true);
+    setShow(Show::Diff);  // asked to compare: every per-site view shows the differences
+  });
+  connect(doc_, &Document::compareFailed, this, [this](const QString& msg) { status_->setText(msg); });
 
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
@@ -157,19 +188,22 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QStringList MainWindow::viewNames() {
-  return {"summary", "timeline", "flamegraph", "bottom-up", "top-down", "caller-callee", "leaks", "sizes", "suggestions", "compare"};
+  return {"summary", "timeline", "flamegraph", "charts", "bottom-up", "top-down", "caller-callee", "leaks", "sizes",
+          "suggestions", "compare", "fragmentation"};
 }
 
 QWidget* MainWindow::view(const QString& name) const {
   if (name == "summary") return summary_;
   if (name == "timeline") return timeline_;
   if (name == "flamegraph") return flame_;
+  if (name == "charts") return charts_;
   if (name == "bottom-up") return bottomUp_;
   if (name == "top-down") return topDown_;
   if (name == "caller-callee") return callerCallee_;
   if (name == "leaks") return leaks_;
   if (name == "sizes") return sizes_;
   if (name == "compare") return compare_;
+  if (name == "fragmentation") return fragmentation_;
   if (name == "suggestions") return suggestions_;
   return nullptr;
 }
@@ -201,10 +235,23 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
-  for (int i = 0; i < tabs_->count(); ++i)
-    viewMenu->addAction(tabs_->tabText(i).remove('&'), QKeySequence(QString("Ctrl+%1").arg(i + 1)), this,
-                        [this, i] { tabs_->setCurrentIndex(i); });
+  // Ctrl+1..9, then Ctrl+0 for the tenth, in tab order; the Charts have their own key (and Alt+H).
+  for (int i = 0, n = 0; i < tabs_->count(); ++i) {
+    QKeySequence key = tabs_->widget(i) == charts_ ? QKeySequence(tr("Ctrl+Shift+C"))
+                       : n < 10                    ? QKeySequence(QString("Ctrl+%1").arg((n + 1) % 10))
+                                                   : QKeySequence();
+    if (tabs_->widget(i) != charts_) ++n;
+    viewMenu->addAction(tabs_->tabText(i).remove('&'), key, this, [this, i] { tabs_->setCurrentIndex(i); });
+  }
   viewMenu->addSeparator();
+  for (auto [show, key, text] : {std::tuple{Show::A, "Ctrl+Alt+A", tr("Show A")}, std::tuple{Show::B, "Ctrl+Alt+B", tr("Show B")},
+                                 std::tuple{Show::Diff, "Ctrl+Alt+D", tr("Show B \u2212 A")}})
+    viewMenu->addAction(text, QKeySequence(QString(key)), this, [this, show = show] {
+      if (doc_->compareData()) setShow(show);
+      else status_->setText(tr("Compare with a second recording first (File \u2192 Compare with...)"));
+    });
+  viewMenu->addAction(tr("Whole-run peak (no live-at time)"), QKeySequence(tr("Ctrl+Shift+L")), this,
+                      [this] { showLiveAt(std::nullopt); });
   viewMenu->addAction(tr("Clear time selection"), QKeySequence(tr("Ctrl+Shift+A")), this, [this] {
     timeline_->setSelection(std::nullopt, std::nullopt);
     doc_->setRange(std::nullopt, std::nullopt);
@@ -238,11 +285,15 @@ void MainWindow::openFile(const QString& path) {
 
 void MainWindow::onOpened() {
   auto data = doc_->data();
+  show_->setCurrentIndex(0);
+  show_->setEnabled(false);
+  timeline_->setLiveAt(std::nullopt);
   updateRecent(doc_->path());
   pages_->setCurrentIndex(1);
   timeline_->setData(data);
   summary_->setData(data, nullptr);
   suggestions_->setData(data);
+  fragmentation_->setData(data);
   peakMenu_->clear();
   for (const auto& s : data->series) {
     if (!s.series.exact_peak) continue;
@@ -255,8 +306,22 @@ void MainWindow::onOpened() {
                        .arg(data->report.recording.complete ? QString() : tr(" - incomplete recording (recorder killed or still running)")));
 }
 
+void MainWindow::showLiveAt(std::optional<int64_t> t) {
+  timeline_->setSelection(std::nullopt, std::nullopt);
+  timeline_->setLiveAt(t);
+  if (t) doc_->setLiveAt(t);
+  else doc_->setRange(std::nullopt, std::nullopt);
+}
+
+void MainWindow::setShow(Show show) {
+  if (!doc_->compareData()) show = Show::A;
+  show_->setCurrentIndex(std::max(0, show_->findData(int(show))));
+  doc_->setShow(show);
+}
+
 void MainWindow::onRange() {
   auto range = doc_->range();
+  timeline_->setLiveAt(range->live_at_ns);
   space_->clear();
   space_->addItem(tr("all spaces"), QString());
   for (const auto& s : range->spaces) space_->addItem(QString::fromStdString(s), QString::fromStdString(s));
@@ -285,7 +350,8 @@ void MainWindow::onRange() {
   sizes_->setRange(range);
   lap("sizes");
   if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
-  status_->setText(range->ranged() ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
+  status_->setText(range->ranged() || range->live_at_ns || range->diff()
+                       ? rangeNote(range.get()) + tr(" (%1 ms)").arg(doc_->rangeSeconds() * 1000, 0, 'f', 0)
                                    : tr("Opened in %1 s; call trees in %2 s")
                                          .arg(doc_->openSeconds(), 0, 'f', 2)
                                          .arg(doc_->rangeSeconds(), 0, 'f', 2));
@@ -320,12 +386,15 @@ bool MainWindow::exportView(const QString& path) {
     return f.write(tableCsv(*model).toUtf8()) >= 0;
   }
   if (current == flame_) return flame_->exportImage(path);
+  if (current == charts_) return charts_->exportImage(path);
+  if (current == fragmentation_) return fragmentation_->exportImage(path);
   return grab().save(path);
 }
 
 bool MainWindow::compareWith(const QString& path) {
   if (doc_->path().isEmpty()) return false;
   compare_->compare(doc_->path(), path);
+  doc_->setCompare(path);  // then every per-site view can show B and B − A
   tabs_->setCurrentWidget(compare_);
   return true;
 }

@@ -24,6 +24,8 @@ class LeaksView;
 class SuggestionsView;
 class SizesView;
 class CompareView;
+class ChartsView;
+class FragmentationView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -32,7 +34,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openFile(const QString& path);
-  // summary, timeline, top-down, bottom-up, caller-callee, flamegraph, leaks, sizes, suggestions, compare
+  // summary, timeline, flamegraph, charts, bottom-up, top-down, caller-callee, leaks, sizes, suggestions, compare,
+  // fragmentation
   static QStringList viewNames();
   bool showView(const QString& name);
   QWidget* view(const QString& name) const;
@@ -40,11 +43,17 @@ class MainWindow : public QMainWindow {
   TimelineWidget* timeline() const { return timeline_; }
   QString message() const { return message_->text(); }  // the welcome/error page's text
   bool showingError() const { return pages_->currentIndex() == 0 && !doc_->error().isEmpty(); }
-  // Exports the current view: PNG or SVG (flame graph) by the suffix; tables as CSV.
+  // Exports the current view: PNG or SVG (flame graph, fragmentation) by the suffix; tables as CSV.
   bool exportView(const QString& path);
   // Compares `path` (B) with the open recording (A) in the Compare view; false when none is open.
   bool compareWith(const QString& path);
   CompareView* compareView() const { return compare_; }
+  ChartsView* chartsView() const { return charts_; }
+  // The trees' peak column becomes what was live at t (nullopt: the whole run's peak again).
+  void showLiveAt(std::optional<int64_t> t);
+  // A, B or B − A in every per-site view (only with a comparison open).
+  void setShow(Show show);
+  FragmentationView* fragmentationView() const { return fragmentation_; }
 
  signals:
   void ready();  // the recording and the current range's trees are shown (or an error is)
@@ -74,6 +83,8 @@ class MainWindow : public QMainWindow {
   LeaksView* leaks_;
   SizesView* sizes_;
   CompareView* compare_;
+  ChartsView* charts_;
+  FragmentationView* fragmentation_;
   SuggestionsView* suggestions_;
   QProgressBar* progress_;
   QPushButton* cancel_;
@@ -81,6 +92,7 @@ class MainWindow : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   QMenu* peakMenu_ = nullptr;
   QComboBox* space_ = nullptr;
+  QComboBox* show_ = nullptr;  // A | B | B − A, enabled once a comparison is open
 };
 
 }  // namespace memledger::gui

@@ -73,6 +73,11 @@ void TimelineWidget::setSelection(std::optional<int64_t> from, std::optional<int
   update();
 }
 
+void TimelineWidget::setLiveAt(std::optional<int64_t> t) {
+  liveAt_ = t;
+  update();
+}
+
 bool TimelineWidget::jumpToPeak(const QString& name) {
   if (!data_) return false;
   for (const auto& s : data_->series) {
@@ -290,6 +295,13 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     }
   }
 
+  // The instant the trees' live set is of.
+  if (liveAt_ && *liveAt_ >= v0_ && *liveAt_ <= v1_) {
+    p.setPen(QPen(pal.color(QPalette::Highlight), 1.5, Qt::DashLine));
+    p.drawLine(QPointF(xOf(*liveAt_), plot.top()), QPointF(xOf(*liveAt_), plot.bottom()));
+    p.drawText(QPointF(xOf(*liveAt_) + 4, plot.bottom() - 4), tr("live at %1").arg(timeText(*liveAt_)));
+  }
+
   // Legend (click to show or hide a series).
   double lx = plot.right() - 12;
   for (auto it = legend_.rbegin(); it != legend_.rend(); ++it) {
@@ -357,12 +369,11 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
 void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
   if (drag_ == Drag::Select) {
     if (std::abs(e->position().x() - dragX_) < 3) {
-      // A click, not a drag: clears the selection.
-      if (sel_) {
-        sel_.reset();
-        update();
-        emit rangeSelected(std::nullopt, std::nullopt);
-      }
+      // A click, not a drag: an instant (the trees then show what was live at it), no range.
+      sel_.reset();
+      update();
+      if (plotRect().contains(e->position())) emit timeClicked(timeAt(e->position().x()));
+      else emit rangeSelected(std::nullopt, std::nullopt);
     } else if (sel_) {
       emit rangeSelected(sel_->first, sel_->second);
     }

@@ -1,7 +1,8 @@
 // The timeline docked above every view: heap, mmap, RSS and each device/pool series as
 // min-max envelopes with their last values, phases shaded and named, markers, the exact peak of
 // each series marked. Wheel zooms around the cursor, a right (or shift+left) drag pans, a left
-// drag selects a time range (rangeSelected), a double click shows the whole run again.
+// drag selects a time range (rangeSelected), a click picks an instant (timeClicked: the live set
+// then), a double click shows the whole run again.
 //
 // Each paint asks analyzer::downsample() for two points per pixel column of the visible range,
 // so a series of millions of buckets costs one linear pass, never a point per bucket drawn.
@@ -28,6 +29,8 @@ class TimelineWidget : public QWidget {
   int64_t viewFrom() const { return v0_; }
   int64_t viewTo() const { return v1_; }
   void setSelection(std::optional<int64_t> from, std::optional<int64_t> to);  // no signal
+  // The instant the trees' live set is of (a dashed line), or none.
+  void setLiveAt(std::optional<int64_t> t);
   std::optional<std::pair<int64_t, int64_t>> selection() const { return sel_; }
   // Centres the view on a series' exact peak, a tenth of the run wide (or as wide as now if less).
   bool jumpToPeak(const QString& series);
@@ -54,6 +57,7 @@ class TimelineWidget : public QWidget {
 
  signals:
   void rangeSelected(std::optional<int64_t> from, std::optional<int64_t> to);
+  void timeClicked(int64_t t);  // a click (not a drag) in the plot: "live at this time"
   void viewChanged(int64_t from, int64_t to);
   void hoverText(const QString& text);
 
@@ -72,6 +76,7 @@ class TimelineWidget : public QWidget {
   std::shared_ptr<const RecordingData> data_;
   int64_t v0_ = 0, v1_ = 1;
   std::optional<std::pair<int64_t, int64_t>> sel_;
+  std::optional<int64_t> liveAt_;
   std::set<QString> hidden_;
   enum class Drag { None, Select, Pan } drag_ = Drag::None;
   double dragX_ = 0;

@@ -404,7 +404,8 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<Site
   // (kind * 2 + 1, so that two writes of one bucket, concatenated, still decode). Schema 3; about
   // a third smaller compressed (py_dict: 60 -> 37 kB).
   std::sort(entries.begin(), entries.end(), [](const SiteBucketEntry& a, const SiteBucketEntry& b) {
-    return std::tie(a.stack_id, a.kind, a.allocs, a.bytes) < std::tie(b.stack_id, b.kind, b.allocs, b.bytes);
+    return std::tie(a.stack_id, a.kind, a.allocs, a.bytes, a.frees, a.freed_bytes, a.temps) <
+           std::tie(b.stack_id, b.kind, b.allocs, b.bytes, b.frees, b.freed_bytes, b.temps);
   });
   packed_.clear();
   uint64_t prev = 0;
@@ -414,6 +415,9 @@ void DbWriter::insertSiteTimeline(int64_t image, uint64_t t_ns, std::vector<Site
     putVarint(packed_, e.kind * 2 + (i == 0 ? 1 : 0));
     putVarint(packed_, e.allocs);
     putVarint(packed_, e.bytes);
+    putVarint(packed_, e.frees);  // schema 7
+    putVarint(packed_, e.freed_bytes);
+    putVarint(packed_, e.temps);
     prev = e.stack_id;
   }
   // Then into the image's site_buckets row: t_ns delta, the entries' length, the entries.

@@ -97,9 +97,10 @@ struct LeakScanRow {
   uint64_t t_ns = 0, duration_ns = 0, root_bytes = 0, block_bytes = 0, blocks = 0;
 };
 
-// What one site allocated in one timeline bucket.
+// What one site allocated and freed in one timeline bucket (frees and temporaries: schema 7).
 struct SiteBucketEntry {
   uint64_t stack_id, kind, allocs, bytes;
+  uint64_t frees = 0, freed_bytes = 0, temps = 0;
 };
 
 struct TimelineRow {

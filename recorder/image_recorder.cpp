@@ -285,17 +285,36 @@ void ImageRecorder::flushBucket() {
   bucketEntries_.clear();
   for (uint32_t i : bucketSites_) {
     Site& s = sites_[i];
-    bucketEntries_.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.bucket_allocs, s.bucket_bytes});
-    s.bucket_allocs = 0;
-    s.bucket_bytes = 0;
+    bucketEntries_.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.bucket_allocs,
+                              s.bucket_bytes, s.bucket_frees, s.bucket_freed_bytes, s.bucket_temps});
+    s.bucket_allocs = s.bucket_bytes = s.bucket_frees = s.bucket_freed_bytes = s.bucket_temps = 0;
+    s.bucket_listed = false;
   }
   db_.insertSiteTimeline(id_, row.t_ns, bucketEntries_);
   bucketSites_.clear();
 }
 
-ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+ML_HOT void ImageRecorder::listInBucket(uint32_t site) {
   Site& s = sites_[site];
-  if (s.bucket_allocs == 0) bucketSites_.push_back(site);
+  if (!s.bucket_listed) {
+    s.bucket_listed = true;
+    bucketSites_.push_back(site);
+  }
+}
+
+// A free (or the part of a mapping unmapped) in the current bucket: what each site held at any
+// bucket's end is then its allocations minus its frees so far (schema 7).
+ML_HOT void ImageRecorder::countFreeInBucket(uint32_t site, uint64_t frees, uint64_t bytes, bool temporary) {
+  listInBucket(site);
+  Site& s = sites_[site];
+  s.bucket_frees += frees;
+  s.bucket_freed_bytes += bytes;
+  s.bucket_temps += temporary ? 1 : 0;
+}
+
+ML_HOT void ImageRecorder::countInBucket(uint32_t site, uint64_t size) {
+  listInBucket(site);
+  Site& s = sites_[site];
   ++s.bucket_allocs;
   s.bucket_bytes += size;
   // The curve's counts are the heap's, as its live bytes are (version 5): a phase's allocated
@@ -410,6 +429,7 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
   s.cur_bytes -= size;
   s.lifetime_ns_sum += lifetime;
   // A realloc is a resize, not a short use: it never makes the old block a temporary.
+  bool temporary = false;
   if (!missed && !isReallocOp(static_cast<uint8_t>(op))) {
     ThreadState* owner = (lastThread_ && lastTid_ == b.tid) ? lastThread_
                                                             : threads_.find(uint64_t{b.tid} + 1);
@@ -417,8 +437,10 @@ ML_HOT uint32_t ImageRecorder::freeBlock(uint64_t addr, const LiveBlock& b, uint
       ++s.temp_count;
       s.temp_bytes += size;
       owner->lastAlloc = 0;
+      temporary = true;
     }
   }
+  countFreeInBucket(b.site, 1, size, temporary);
   uint32_t reallocOf = takeReallocOf(b, addr);
   uint32_t row = 0;
   if (!opt_.fold || lifetime >= opt_.fold_threshold_ns) row = writeAllocation(b, addr, t, reallocOf);
@@ -498,6 +520,7 @@ void ImageRecorder::unmapRange(uint64_t addr, uint64_t len, uint64_t t) {
     m.remaining -= removed;
     site.freed_bytes += removed;
     site.cur_bytes -= removed;
+    countFreeInBucket(m.site, m.remaining == 0 ? 1 : 0, removed, false);  // counted as freed when all of it went
     accountChanged(kMmap, -static_cast<int64_t>(removed), t);
     if (m.remaining == 0) endMapping(mi, t);
     if (e > hi) break;  // hi == end: nothing further can overlap

@@ -80,9 +80,13 @@ struct Site {
   // the same for the recording's simultaneous peak of its space (gstamp: that space's epoch).
   uint64_t at_peak_count = 0, at_peak_bytes = 0, stamp = 0;
   uint64_t at_gpeak_count = 0, at_gpeak_bytes = 0, gstamp = 0;
-  // Allocations in the current timeline bucket (a `site_timeline` entry when it is flushed).
+  // Activity in the current timeline bucket (a `site_buckets` entry when it is flushed):
+  // allocations, frees (schema 7) and temporaries (counted at their free); listed: the site is in
+  // bucketSites_.
   uint64_t bucket_bytes = 0;
   uint64_t bucket_allocs = 0;
+  uint64_t bucket_frees = 0, bucket_freed_bytes = 0, bucket_temps = 0;
+  bool bucket_listed = false;
 };
 
 class ImageRecorder final : public RecordSink {
@@ -274,6 +278,8 @@ class ImageRecorder final : public RecordSink {
   }
   void flushBucket();
   ML_HOT void countInBucket(uint32_t site, uint64_t size);
+  ML_HOT void countFreeInBucket(uint32_t site, uint64_t frees, uint64_t bytes, bool temporary);
+  ML_HOT void listInBucket(uint32_t site);
   void splitBucketAt(uint64_t t);
   ML_HOT void accountChanged(uint32_t account, int64_t delta, uint64_t t);
   void globalChanged(uint32_t global, int64_t delta, uint64_t t);
@@ -372,8 +378,8 @@ class ImageRecorder final : public RecordSink {
   Bucket bucket_;
   uint64_t bucketEnd_ = 0;  // where bucket_ ends (0: no bucket yet)
   uint64_t quietUntil_ = 0;  // before this, an event needs nothing of bucketAt (bucketEnd_, next sample)
-  std::vector<uint32_t> bucketSites_;  // sites that allocated in the current bucket
-  std::vector<SiteBucketEntry> bucketEntries_;  // their site_timeline entries when it is flushed
+  std::vector<uint32_t> bucketSites_;  // sites that allocated or freed in the current bucket
+  std::vector<SiteBucketEntry> bucketEntries_;  // their site_buckets entries when it is flushed
   struct Sample {
     uint64_t t, rss;
     std::optional<uint64_t> anon;

@@ -31,10 +31,17 @@
 -- `peak_sites` is the live set at that simultaneous peak; site_totals entries carry their
 -- account; timeline entries carry the accounts other than heap and mmap. Custom blocks
 -- (memledger_alloc) are in use of a pool, no longer heap. Readers of version 5 read 1 to 4.
--- Version 6 (this file): version 5 plus Python frames (`python_code`, `python_finalize`) and leak
+-- Version 6: version 5 plus Python frames (`python_code`, `python_finalize`) and leak
 -- kinds (`leak_scans`, `leak_kinds`), see their blocks below. Readers of version 6 read 1 to 5
 -- (no Python tables; no leak_kinds: every leak "not classified").
-PRAGMA user_version = 6;
+-- Version 7 (this file): `site_buckets` entries also carry each site's frees, freed bytes and
+-- temporaries per bucket (see there), so what every site held at any bucket's end is known (the
+-- GUI's Consumed chart, a time range's peak, the live set at a chosen time). The entries' layout
+-- changed, so the version went up: a version 6 reader would decode the new fields as the next
+-- entries, and refuses the file. Readers of version 7 read 1 to 6 (without per-bucket frees:
+-- what a site held between its whole-run peak and its end is unknown; the GUI marks Consumed
+-- unavailable and keeps whole-run peaks and temporaries for a range).
+PRAGMA user_version = 7;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
@@ -221,18 +228,23 @@ CREATE TABLE timeline_buckets (
   buckets     BLOB NOT NULL
 );
 
--- Allocations per site over time: for every bucket in which anything allocated (same bucket
--- starts as the memory curve, markers cut them too), every site that allocated in it, so the
--- allocations of any range of buckets (a phase) sum exactly per site. Frees are not split out
--- per bucket (nothing asks for them; sites.free_count has the totals). Realloc counts as an
--- allocation. A bucket's entries (one row per site would cost ~27 bytes a site and bucket, an
--- entry ~5) are four unsigned LEB128 varints each,
+-- Activity per site over time: for every bucket in which anything was allocated or freed (same
+-- bucket starts as the memory curve, markers cut them too), every site that allocated or freed
+-- in it, so the allocations of any range of buckets (a phase) sum exactly per site, and (version
+-- 7) so do its frees: a site's live bytes at any bucket's end are its allocations minus its frees
+-- up to there (of its own image; an image that ended holds nothing after its end). Realloc counts
+-- as an allocation (and a free of the old block). A bucket's entries (one row per site would cost
+-- ~27 bytes a site and bucket, an entry ~5-8) are unsigned LEB128 varints each,
 --   stack, kind * 2 + absolute (kind: 0 'malloc', 1 'new', 2 'mmap', 3 'custom': as in site_totals),
---   allocs, alloc_bytes
--- where stack is the stack id when absolute is 1, else the gap from the previous entry's stack id
--- (the recorder sorts a bucket's entries by site and makes its first one absolute: small gaps
--- compress a third better than ids). Entries simply follow each other (a reader adds up entries
--- of the same site and bucket).
+--   allocs, alloc_bytes,
+--   (version 7) frees, freed_bytes, temps
+-- frees as sites.free_count counts them (a mapping once all of it is unmapped; freed_bytes also
+-- counts the parts of one unmapped before), temps the frees that made a temporary (sites.temp_count,
+-- counted in the bucket of the free). Versions 3 to 6 have the first four only. Here stack is
+-- the stack id when absolute is 1, else the gap from the previous entry's stack id (the recorder
+-- sorts a bucket's entries by site and makes its first one absolute: small gaps compress a third
+-- better than ids). Entries simply follow each other (a reader adds up entries of the same site
+-- and bucket).
 -- Packed (version 3) like the memory curve: a row holds consecutive buckets of one image (at
 -- most 256, in time order), each as a zigzag varint t_ns - the row's previous bucket's t_ns (the
 -- first: t_ns itself), an unsigned varint with the byte length of its entries, the entries.

@@ -23,29 +23,12 @@
 #include "gui/sizes_view.h"
 #include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
+#include "gui_test_util.h"
 
 namespace an = memledger::analyzer;
 using namespace memledger::gui;
-
-namespace {
-const QString kBuild = MEMLEDGER_BINARY_DIR;
-
-// The collapsed stacks of a tree from `main` outwards (the C runtime's entry frames above main
-// differ between libcs), only the lines of the program's own functions in `keep`.
-std::set<std::string> programStacks(const an::CallTree& tree, an::TreeMetric metric, const std::set<std::string>& keep) {
-  std::set<std::string> out;
-  for (std::string line : an::collapsedStacks(tree, metric)) {
-    auto at = line.rfind(";main;", line.find(' '));
-    if (line.rfind("main;", 0) != 0) {
-      if (at == std::string::npos) continue;
-      line = line.substr(at + 1);
-    }
-    std::string second = line.substr(5, line.find_first_of("; ", 5) - 5);
-    if (keep.count(second)) out.insert(line);
-  }
-  return out;
-}
-}  // namespace
+using memledger::gui::testing::kBuild;
+using memledger::gui::testing::programStacks;
 
 class GuiTest : public QObject {
   Q_OBJECT

@@ -202,6 +202,14 @@ class RecordingBuilder {
     version_ = 4;
   }
 
+  // Makes the file a version 6 recording (site_buckets entries without frees). Call before adding
+  // site activity.
+  void versionSix() {
+    exec("PRAGMA user_version = 6;");
+    meta("schema_version", "6");
+    version_ = 6;
+  }
+
   // Makes the file a version 3 recording: a real `sites` table, one row per site.
   void versionThree() {
     exec("CREATE TABLE sites (stack_id INTEGER NOT NULL, kind TEXT NOT NULL, image_id INTEGER NOT NULL, "
@@ -231,8 +239,9 @@ class RecordingBuilder {
 
   // Activity of a site in one bucket, without allocation rows (as the recorder writes freed
   // blocks): one packed site_timeline entry, appended to the bucket's row.
+  // Version 7 entries also carry frees, freed bytes and temporaries.
   void siteActivity(int64_t image, int64_t t_ns, int64_t stack, int64_t allocs, int64_t bytes,
-                    const char* kind = "malloc") {
+                    const char* kind = "malloc", int64_t frees = 0, int64_t freedBytes = 0, int64_t temps = 0) {
     std::string hex;
     auto varint = [&hex](uint64_t v) { varintHex(hex, v); };
     const std::string k = kind;
@@ -245,6 +254,11 @@ class RecordingBuilder {
     varint(code * 2 + 1);
     varint(static_cast<uint64_t>(allocs));
     varint(static_cast<uint64_t>(bytes));
+    if (version_ >= 7) {
+      varint(static_cast<uint64_t>(frees));
+      varint(static_cast<uint64_t>(freedBytes));
+      varint(static_cast<uint64_t>(temps));
+    }
     siteBucketRaw(image, t_ns, hex);
   }
 

@@ -22,9 +22,13 @@ inline std::string recordBuild() {
 // Records build/samples/<sample> once per test process (plain SQLite, or zstd-compressed as
 // `record` leaves it by default); returns its path, or "" with `why` set when the CLI or the
 // sample is missing or recording failed.
-inline std::string sampleRecording(const std::string& sample, std::string* why, bool compressed = false) {
+// `args` are the program's arguments (plain words: they are not quoted).
+inline std::string sampleRecording(const std::string& sample, std::string* why, bool compressed = false,
+                                   const std::string& args = "") {
   static std::map<std::string, std::string> done;
-  const std::string key = sample + (compressed ? ".zst" : "");
+  std::string key = sample + (args.empty() ? "" : "-" + args) + (compressed ? ".zst" : "");
+  for (char& c : key)
+    if (c == ' ') c = '_';
   auto found = done.find(key);
   if (found != done.end()) {
     if (found->second.empty()) *why = "recording " + sample + " failed before";
@@ -39,7 +43,7 @@ inline std::string sampleRecording(const std::string& sample, std::string* why, 
   }
   std::string out = tempPath("sample-" + key + ".db");
   std::string cmd = "'" + cli + "' record " + (compressed ? "" : "--no-compress ") + "-o '" + out + "' -- '" +
-                    program + "' >/dev/null 2>&1";
+                    program + "' " + args + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0 || !std::filesystem::exists(out)) {
     *why = "`" + cmd + "` failed";
     return path;

@@ -59,10 +59,11 @@ TEST_F(RecorderCore, LeaksAndTotalsPerSite) {
   EXPECT_EQ(query("SELECT count(*) FROM allocations WHERE op = 'new' AND kind = 'new'"), 1);
   EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "leaks");
   EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'schema_version'"), std::to_string(memledger::schema::kSchemaVersion));
-  // Per-site activity per 1 ms bucket: the freed block's allocation is still there, at 2 ms.
-  EXPECT_EQ(query("SELECT count(*) FROM site_buckets"), 1);  // 4 buckets of one image, one commit
+  // Per-site activity per 1 ms bucket: the freed block's allocation is still there, at 2 ms, and
+  // its free at 5 ms (schema 7).
+  EXPECT_EQ(query("SELECT count(*) FROM site_buckets"), 1);  // 5 buckets of one image, one commit
   std::vector<Activity> act = activity();
-  ASSERT_EQ(act.size(), 4u);
+  ASSERT_EQ(act.size(), 5u);
   EXPECT_EQ(act[1].t_ns, static_cast<int64_t>(2 * kMs));
   EXPECT_EQ(act[1].stack_id, 1);
   EXPECT_EQ(act[1].alloc_bytes, 100);
@@ -70,6 +71,20 @@ TEST_F(RecorderCore, LeaksAndTotalsPerSite) {
   EXPECT_EQ(activitySum([](const Activity& a) { return a.stack_id == 1; }, true), 320);
   EXPECT_EQ(act[3].stack_id, 3);
   EXPECT_EQ(act[3].kind, "new");
+  EXPECT_EQ(act[4].t_ns, static_cast<int64_t>(5 * kMs));
+  EXPECT_EQ(act[4].stack_id, 1);
+  EXPECT_EQ(act[4].allocs, 0);
+  EXPECT_EQ(act[4].frees, 1);
+  EXPECT_EQ(act[4].freed_bytes, 100);
+  EXPECT_EQ(act[4].temps, 0);  // 0x3000 and 0x4000 were allocated after it
+  // What the site held at the end: its allocations minus its frees, the leaks.
+  EXPECT_EQ(activitySum([](const Activity& a) { return a.stack_id == 1; }, true) -
+                [&] {
+                  int64_t freed = 0;
+                  for (const Activity& a : act) freed += a.stack_id == 1 ? a.freed_bytes : 0;
+                  return freed;
+                }(),
+            220);
   // Stacks: ips are interned per image, innermost first; the stacks share outer frames as a tree.
   EXPECT_EQ(query("SELECT count(*) FROM stacks"), 5);
   EXPECT_EQ(query("SELECT count(*) FROM ips"), 5);
@@ -208,12 +223,16 @@ TEST_F(RecorderCore, FoldingAndNoFold) {
     finish(10 * kMs);
     EXPECT_EQ(query("SELECT count(*) FROM allocations"), 0);
     EXPECT_EQ(query(site(1, "free_count")), 100);
-    // All 100 allocations fall in the first 1 ms bucket: one site_buckets entry.
+    // All 100 allocations fall in the first 1 ms bucket: one site_buckets entry, its frees too,
+    // each a temporary (freed before the thread allocated again).
     std::vector<Activity> act = activity();
     ASSERT_EQ(act.size(), 1u);
     EXPECT_EQ(act[0].t_ns, 0);
     EXPECT_EQ(act[0].allocs, 100);
     EXPECT_EQ(act[0].alloc_bytes, 800);
+    EXPECT_EQ(act[0].frees, 100);
+    EXPECT_EQ(act[0].freed_bytes, 800);
+    EXPECT_EQ(act[0].temps, 100);
     EXPECT_EQ(text("SELECT value FROM meta WHERE key = 'allocation_rows'"), "leaks");
     EXPECT_EQ(query("SELECT value FROM meta WHERE key = 'fold_threshold_ns'"), INT64_MAX);
   }

@@ -128,8 +128,9 @@ TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
   std::string err;
   auto w = DbWriter::open(path, &err);
   ASSERT_TRUE(w) << err;
-  // (stack, kind, allocs, bytes): 300/new, 5/malloc, 300/malloc, given out of order.
-  std::vector<SiteBucketEntry> entries = {{300, 1, 2, 20}, {5, 0, 1, 8}, {300, 0, 3, 30}};
+  // (stack, kind, allocs, bytes[, frees, freed bytes, temporaries]): 300/new, 5/malloc,
+  // 300/malloc (which also freed one block of 10 B, a temporary), given out of order.
+  std::vector<SiteBucketEntry> entries = {{300, 1, 2, 20}, {5, 0, 1, 8}, {300, 0, 3, 30, 1, 10, 1}};
   w->insertSiteTimeline(1, 1000, entries);
   std::vector<SiteBucketEntry> more = {{7, 2, 1, 4}};
   w->insertSiteTimeline(1, 1000, more);  // a second write of the same bucket
@@ -139,20 +140,22 @@ TEST(RecorderSchema, SiteTimelineEntriesSortedWithStackIdGaps) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT hex(buckets), buckets FROM site_buckets", -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  // One site_buckets row: t 1000 (zigzag 2000), 13 bytes: 5 abs malloc | gap 295 malloc | gap 0
-  // new; then the second write of the bucket: t delta 0, 4 bytes: 7 abs mmap.
+  // One site_buckets row: t 1000 (zigzag 2000), 22 bytes: 5 abs malloc | gap 295 malloc | gap 0
+  // new, each with its frees, freed bytes and temporaries (schema 7); then the second write of
+  // the bucket: t delta 0, 7 bytes: 7 abs mmap.
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))),
-            "D00F0D" "05010108" "A70200031E" "00020214" "0004" "07050104");
+            "D00F16" "05010108000000" "A70200031E010A01" "00020214000000" "0007" "07050104000000");
   std::string decoded;
   memledger::analyzer::detail::forEachSiteBucket(
       sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), [&](int64_t t, const void* entries, int bytes) {
         EXPECT_EQ(t, 1000);
-        memledger::analyzer::detail::forEachSiteActivity(entries, bytes, 3, [&](const auto& e) {
+        memledger::analyzer::detail::forEachSiteActivity(entries, bytes, memledger::schema::kSchemaVersion, [&](const auto& e) {
           decoded += std::to_string(e.stack_id) + "/" + memledger::analyzer::detail::siteKindName(e.kind) + "/" +
-                     std::to_string(e.allocs) + "/" + std::to_string(e.alloc_bytes) + " ";
+                     std::to_string(e.allocs) + "/" + std::to_string(e.alloc_bytes) + "/" + std::to_string(e.frees) +
+                     "/" + std::to_string(e.freed_bytes) + "/" + std::to_string(e.temps) + " ";
         });
       });
-  EXPECT_EQ(decoded, "5/malloc/1/8 300/malloc/3/30 300/new/2/20 7/mmap/1/4 ");
+  EXPECT_EQ(decoded, "5/malloc/1/8/0/0/0 300/malloc/3/30/1/10/1 300/new/2/20/0/0/0 7/mmap/1/4/0/0/0 ");
   sqlite3_finalize(st);
   sqlite3_close(db);
   std::filesystem::remove(path);

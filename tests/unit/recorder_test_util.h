@@ -274,6 +274,7 @@ class RecordingFixture : public ::testing::Test {
     int64_t t_ns, stack_id;
     std::string kind;
     int64_t allocs, alloc_bytes;
+    int64_t frees, freed_bytes, temps;  // schema 7
   };
   std::vector<Activity> activity() {
     readRecording();
@@ -285,7 +286,8 @@ class RecordingFixture : public ::testing::Test {
       analyzer::detail::forEachSiteBucket(
           sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0), [&](int64_t t, const void* entries, int bytes) {
             analyzer::detail::forEachSiteActivity(entries, bytes, kSchemaVersion, [&](const analyzer::detail::SiteActivity& e) {
-              out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes});
+              out.push_back({t, e.stack_id, analyzer::detail::siteKindName(e.kind), e.allocs, e.alloc_bytes, e.frees,
+                             e.freed_bytes, e.temps});
             });
           });
     }

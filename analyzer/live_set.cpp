@@ -1,0 +1,256 @@
+#include "analyzer/live_set.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analyzer/control.h"
+#include "analyzer/site_activity.h"
+
+namespace memledger::analyzer {
+
+const char* liveBasisName(LiveBasis b) {
+  switch (b) {
+    case LiveBasis::Instant: return "instant";
+    case LiveBasis::BucketEnd: return "bucket_end";
+    case LiveBasis::WholeRunPeak: return "whole_run_peak";
+  }
+  return "";
+}
+
+const SpaceLive* LiveSet::space(const std::string& name) const {
+  for (const SpaceLive& s : spaces)
+    if (s.space == name) return &s;
+  return nullptr;
+}
+
+namespace {
+
+bool checkAvailable(const Recording& rec, LiveSet& out) {
+  out.bucket_ns = std::max<int64_t>(1, rec.info().bucket_ns);
+  if (detail::hasBucketFrees(rec.info().schema_version)) return out.available = true;
+  out.unavailable = "this recording (schema " + std::to_string(rec.info().schema_version) +
+                    ") keeps no frees per site over time (version 7 does): what sites held then is unknown";
+  return out.available = false;
+}
+
+// The end of the bucket starting at t: the next bucket boundary, or an earlier start of the
+// image's next bucket (a marker cuts a bucket).
+int64_t bucketEnd(int64_t t, int64_t bucket, std::optional<int64_t> next) {
+  int64_t end = (t / bucket + 1) * bucket;
+  return next ? std::min(end, *next) : end;
+}
+
+// Replays the activity: the live amounts of every site whose space has a cutoff, counting the
+// buckets that start at or before it, of images still alive at it. `seen` (optional) hears each
+// (image, space, bucket start) as entries come.
+std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const detail::ActivitySites& sites,
+                                                const std::map<std::string, int64_t>& cutoff,
+                                                const std::function<void(int64_t, const std::string&, int64_t)>& seen = {}) {
+  std::vector<std::pair<int64_t, int64_t>> live(sites.all().size());  // (count, bytes)
+  std::vector<const int64_t*> cut(sites.all().size(), nullptr);
+  for (size_t i = 0; i < sites.all().size(); ++i) {
+    auto it = cutoff.find(sites.all()[i].space);
+    if (it != cutoff.end()) cut[i] = &it->second;
+  }
+  detail::forEachActivity(rec, [&](int64_t image, int64_t t, const detail::SiteActivity& e) {
+    int32_t i = sites.find(image, e.stack_id, e.kind);
+    if (i < 0 || !cut[size_t(i)]) return;
+    if (seen) seen(image, sites.all()[size_t(i)].space, t);
+    if (t > *cut[size_t(i)]) return;
+    live[size_t(i)].first += e.allocs - e.frees;
+    live[size_t(i)].second += e.alloc_bytes - e.freed_bytes;
+  });
+  // An image that ended by the cutoff holds nothing any more (its leftovers stay its leaks).
+  for (size_t i = 0; i < live.size(); ++i)
+    if (cut[i] && sites.gone(sites.all()[i].image_id, *cut[i])) live[i] = {0, 0};
+  return live;
+}
+
+void collect(const detail::ActivitySites& sites, const std::vector<std::pair<int64_t, int64_t>>& live,
+             const std::map<std::string, int64_t>& cutoff, LiveSet& out) {
+  std::map<std::string, int64_t> sums;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const detail::ActivitySite& s = sites.all()[i];
+    if (!cutoff.count(s.space)) continue;
+    sums[s.space] += live[i].second;
+    if (live[i].second == 0 && live[i].first == 0) continue;
+    out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), s.space, live[i].first, live[i].second});
+  }
+  for (SpaceLive& sp : out.spaces) sp.bytes = sums[sp.space];
+  std::sort(out.sites.begin(), out.sites.end(), [](const LiveSite& a, const LiveSite& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : std::tie(a.image_id, a.stack_id, a.kind) < std::tie(b.image_id, b.stack_id, b.kind);
+  });
+}
+
+}  // namespace
+
+LiveSet liveAt(const Recording& rec, int64_t t) {
+  LiveSet out;
+  out.at_ns = t;
+  if (!checkAvailable(rec, out)) return out;
+  detail::ActivitySites sites(rec);
+  // The buckets that began before t (one beginning at t holds only what came at or after it).
+  std::map<std::string, int64_t> cutoff;
+  for (const detail::ActivitySite& s : sites.all()) cutoff[s.space] = t - 1;
+  // Per image and space: the last bucket starting before t and the first after it; a bucket
+  // under way at t makes the answer that of its end.
+  struct Around {
+    std::optional<int64_t> last, next;
+  };
+  std::map<std::pair<int64_t, std::string>, Around> around;
+  auto live = replay(rec, sites, cutoff, [&](int64_t image, const std::string& space, int64_t start) {
+    Around& a = around[{image, space}];
+    if (start < t) a.last = std::max(a.last.value_or(start), start);
+    else a.next = std::min(a.next.value_or(start), start);
+  });
+  for (const auto& [space, c] : cutoff) {
+    SpaceLive sp;
+    sp.space = space;
+    sp.at_ns = t;
+    out.spaces.push_back(sp);
+  }
+  for (const auto& [key, a] : around) {
+    if (!a.last) continue;
+    if (sites.gone(key.first, t - 1)) continue;
+    int64_t end = bucketEnd(*a.last, out.bucket_ns, a.next);
+    if (end <= t) continue;
+    for (SpaceLive& sp : out.spaces)
+      if (sp.space == key.second) {
+        sp.basis = LiveBasis::BucketEnd;
+        sp.at_ns = std::max(sp.at_ns, end);
+      }
+  }
+  collect(sites, live, cutoff, out);
+  for (SpaceLive& sp : out.spaces) {
+    sp.peak_bytes = sp.bytes;
+    sp.peak_ns = sp.at_ns;
+    sp.exact = sp.basis == LiveBasis::Instant;
+  }
+  return out;
+}
+
+LiveSet liveAt(const Recording& rec, int64_t t, QueryControl& control) {
+  return detail::controlled(control, [&] { return liveAt(rec, t); });
+}
+
+LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vector<NamedSeries>* given) {
+  LiveSet out;
+  out.from_ns = from;
+  out.to_ns = to;
+  if (!checkAvailable(rec, out)) return out;
+  std::vector<NamedSeries> read;
+  if (!given) {
+    detail::Stage reading(0, 0.4);
+    read = memorySeries(rec);
+    given = &read;
+  }
+  detail::ActivitySites sites(rec);
+  std::map<std::string, bool> hasSites;
+  for (const detail::ActivitySite& s : sites.all()) hasSites[s.space] = true;
+  std::map<std::string, int64_t> cutoff;
+  std::map<std::string, bool> wholeRun;
+  for (const NamedSeries& ns : *given) {
+    if (!hasSites.count(ns.name)) continue;  // rss, or a space without sites
+    const std::vector<SeriesPoint>& pts = ns.series.points;
+    SpaceLive sp;
+    sp.space = ns.name;
+    const std::optional<ExactPeak>& exact = ns.series.exact_peak;
+    if (exact && exact->t_ns >= from && exact->t_ns <= to && exact->bytes > 0) {
+      // The recorder kept the live set of this instant: the range's peak is the run's.
+      sp.basis = LiveBasis::WholeRunPeak;
+      sp.at_ns = sp.peak_ns = exact->t_ns;
+      sp.peak_bytes = exact->bytes;
+      sp.exact = true;
+      wholeRun[ns.name] = true;
+      out.spaces.push_back(sp);
+      continue;
+    }
+    // The candidates: what was live when the range began (after the last bucket before it), then
+    // the end of each bucket starting in it. The highest value at a bucket end wins; the curve's
+    // highest point within a bucket is the range's peak.
+    auto first = std::lower_bound(pts.begin(), pts.end(), from, [](const SeriesPoint& p, int64_t t) { return p.t_ns < t; });
+    std::optional<size_t> best;
+    bool havePeak = false;
+    sp.basis = LiveBasis::BucketEnd;
+    if (first != pts.begin()) {
+      best = size_t(first - pts.begin()) - 1;
+      sp.peak_bytes = pts[*best].value;
+      sp.peak_ns = from;
+      havePeak = true;
+    }
+    for (auto it = first; it != pts.end() && it->t_ns <= to; ++it) {
+      if (!best || it->value > pts[*best].value) best = size_t(it - pts.begin());
+      if (!havePeak || it->max > sp.peak_bytes) {
+        sp.peak_bytes = it->max;
+        sp.peak_ns = it->t_ns;
+        havePeak = true;
+      }
+    }
+    if (!best) {  // nothing happened in this space by the range's end
+      sp.at_ns = from;
+      sp.basis = LiveBasis::Instant;
+      sp.exact = true;
+      cutoff[ns.name] = -1;
+      out.spaces.push_back(sp);
+      continue;
+    }
+    const SeriesPoint& b = pts[*best];
+    std::optional<int64_t> next;
+    if (*best + 1 < pts.size()) next = pts[*best + 1].t_ns;
+    sp.at_ns = bucketEnd(b.t_ns, out.bucket_ns, next);
+    if (b.t_ns < from && sp.at_ns <= from) {  // the range began after that bucket: its start, exactly
+      sp.at_ns = from;
+      sp.basis = LiveBasis::Instant;
+    }
+    sp.peak_bytes = std::max(sp.peak_bytes, b.value);
+    sp.exact = b.value == sp.peak_bytes;
+    cutoff[ns.name] = b.t_ns;
+    out.spaces.push_back(sp);
+  }
+  std::vector<std::pair<int64_t, int64_t>> live;
+  {
+    detail::Stage replaying(given == &read ? 0.4 : 0, 1);
+    live = replay(rec, sites, cutoff);
+  }
+  // Spaces at their whole-run peak: the recorder's live set then (each site's amount at its
+  // image's peak of the account, as the trees' whole-run peak).
+  for (size_t i = 0; i < sites.all().size(); ++i)
+    if (wholeRun.count(sites.all()[i].space)) live[i] = {sites.all()[i].peak_count, sites.all()[i].peak_bytes};
+  for (const auto& [space, yes] : wholeRun) cutoff[space] = 0;
+  collect(sites, live, cutoff, out);
+  std::sort(out.spaces.begin(), out.spaces.end(), [](const SpaceLive& a, const SpaceLive& b) { return a.space < b.space; });
+  return out;
+}
+
+LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vector<NamedSeries>* series,
+                  QueryControl& control) {
+  return detail::controlled(control, [&] { return rangePeak(rec, from, to, series); });
+}
+
+void applyLiveSet(std::vector<SiteCost>& costs, const LiveSet& live) {
+  if (!live.available) return;
+  std::map<std::tuple<int64_t, int64_t, std::string>, const LiveSite*> bySite;
+  for (const LiveSite& s : live.sites) bySite[{s.image_id, s.stack_id, s.kind}] = &s;
+  for (SiteCost& c : costs) {
+    if (!live.space(c.space)) continue;
+    auto it = bySite.find({c.image_id, c.stack_id, c.kind});
+    c.cost.peak = it == bySite.end() ? 0 : it->second->bytes;
+    if (it != bySite.end()) bySite.erase(it);
+  }
+  for (const auto& [key, s] : bySite) {
+    SiteCost c;
+    c.image_id = s->image_id;
+    c.stack_id = s->stack_id;
+    c.kind = s->kind;
+    c.space = s->space;
+    c.cost.peak = s->bytes;
+    costs.push_back(std::move(c));
+  }
+  // A site that held nothing then and made nothing in the range has no place in the trees.
+  std::erase_if(costs, [](const SiteCost& c) {
+    return !c.cost.peak && !c.cost.leaked && !c.cost.allocated && !c.cost.count && !c.cost.temporary;
+  });
+}
+
+}  // namespace memledger::analyzer

@@ -1,0 +1,75 @@
+#include "analyzer/tree_diff.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace memledger::analyzer {
+
+std::vector<SiteCost> negatedCosts(std::vector<SiteCost> costs) {
+  for (SiteCost& c : costs) {
+    TreeCost& t = c.cost;
+    t = TreeCost{-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary};
+  }
+  return costs;
+}
+
+namespace {
+// B's sites, then A's negated, with their frames in the same order.
+std::pair<std::vector<SiteCost>, SiteFrames> both(const std::vector<SiteCost>& a, const SiteFrames& fa,
+                                                  const std::vector<SiteCost>& b, const SiteFrames& fb) {
+  std::vector<SiteCost> costs = b;
+  std::vector<SiteCost> minusA = negatedCosts(a);
+  costs.insert(costs.end(), minusA.begin(), minusA.end());
+  SiteFrames frames = fb;
+  frames.insert(frames.end(), fa.begin(), fa.end());
+  return {std::move(costs), std::move(frames)};
+}
+
+TreeCost absolute(const TreeCost& c) {
+  return {std::llabs(c.peak), std::llabs(c.leaked), std::llabs(c.allocated), std::llabs(c.count), std::llabs(c.temporary)};
+}
+}  // namespace
+
+std::vector<TreeCost> changeMagnitudes(const CallTree& tree) {
+  std::vector<TreeCost> out(tree.nodes.size());
+  // A node is always made after its parent: children have the larger ids.
+  for (size_t n = tree.nodes.size(); n-- > 0;) {
+    out[n] += absolute(tree.nodes[n].self);
+    if (tree.nodes[n].parent >= 0) out[size_t(tree.nodes[n].parent)] += out[n];
+  }
+  return out;
+}
+
+DiffTree diffTree(const std::vector<SiteCost>& a, const SiteFrames& fa, const std::vector<SiteCost>& b,
+                  const SiteFrames& fb, TreeDirection direction, const std::optional<std::string>& space) {
+  auto [costs, frames] = both(a, fa, b, fb);
+  DiffTree out;
+  out.tree = buildCallTree(costs, frames, direction, space);
+  out.change = changeMagnitudes(out.tree);
+  return out;
+}
+
+std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const SiteFrames& fa,
+                                         const std::vector<SiteCost>& b, const SiteFrames& fb,
+                                         const std::optional<std::string>& space) {
+  auto [costs, frames] = both(a, fa, b, fb);
+  return callerCallee(costs, frames, space);
+}
+
+std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metric) {
+  std::vector<std::string> out;
+  std::vector<std::pair<int32_t, std::string>> todo{{0, ""}};
+  while (!todo.empty()) {
+    auto [node, path] = std::move(todo.back());
+    todo.pop_back();
+    const CallNode& n = tree.nodes[size_t(node)];
+    int64_t self = costOf(n.self, metric);
+    if (node != 0 && self != 0) out.push_back(path + " " + std::to_string(self));
+    for (int32_t child : n.children)
+      todo.emplace_back(child, path.empty() ? tree.nodes[size_t(child)].symbol : path + ";" + tree.nodes[size_t(child)].symbol);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace memledger::analyzer

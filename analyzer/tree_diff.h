@@ -1,0 +1,38 @@
+// The call trees of a comparison: B − A per tree node, for the GUI's trees, caller/callee and
+// flame graph when a second recording is open. Both recordings' sites go into one tree, A's
+// amounts negated, so frames merge by symbol exactly as in a single tree (two lines of one
+// function are one frame) and every node's costs are B's minus A's: positive is growth, negative
+// shrink. A node's change magnitude (the sum of the absolute net changes at and below it) is what
+// a difference flame graph makes its width, so growth beside an equal shrink stays visible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analyzer/call_tree.h"
+
+namespace memledger::analyzer {
+
+// A's costs with every amount negated.
+std::vector<SiteCost> negatedCosts(std::vector<SiteCost> costs);
+
+struct DiffTree {
+  CallTree tree;                // costs B − A
+  std::vector<TreeCost> change;  // per node: sum of |self| over it and its descendants
+};
+
+// `a` and `b` with their frames (siteFrames of each recording: the tree points into both, which
+// must outlive it).
+DiffTree diffTree(const std::vector<SiteCost>& a, const SiteFrames& framesA, const std::vector<SiteCost>& b,
+                  const SiteFrames& framesB, TreeDirection direction, const std::optional<std::string>& space = {});
+std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const SiteFrames& framesA,
+                                         const std::vector<SiteCost>& b, const SiteFrames& framesB,
+                                         const std::optional<std::string>& space = {});
+// Per node, the sum of the absolute self costs at and below it (each field on its own).
+std::vector<TreeCost> changeMagnitudes(const CallTree& tree);
+
+// Collapsed stacks of a difference tree: one line per node whose self cost in `metric` is not 0,
+// signed ("main;ci_leak_block -10000"), sorted; what tests compare.
+std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metric);
+
+}  // namespace memledger::analyzer

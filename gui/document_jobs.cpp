@@ -1,0 +1,107 @@
+#include "gui/document_jobs.h"
+
+#include <set>
+
+#include "analyzer/tree_diff.h"
+
+namespace memledger::gui {
+
+namespace an = memledger::analyzer;
+
+std::shared_ptr<RecordingData> loadRecording(const std::string& file, an::QueryControl& control, bool levels) {
+  auto d = std::make_shared<RecordingData>();
+  d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
+  d->report = an::report(*d->rec, {}, control);
+  d->series = an::memorySeries(*d->rec, control);
+  d->markers = an::markers(*d->rec);
+  for (const auto& s : d->series) {
+    std::vector<an::Series> coarser;
+    for (size_t n = s.series.points.size() / 8; levels && n >= 4096 / 8 && s.series.points.size() > 4096; n /= 8) {
+      if (control.cancelled) throw an::Cancelled();
+      an::Curve c = an::downsample(s.series, 0, INT64_MAX, n);
+      an::Series level;
+      level.exact_peak = s.series.exact_peak;
+      level.points.reserve(c.points.size());
+      for (const an::CurvePoint& p : c.points) level.points.push_back({p.t_from_ns, p.last, p.max, p.min});
+      coarser.push_back(std::move(level));
+      if (c.points.size() < 4096) break;
+    }
+    d->levels.push_back(std::move(coarser));
+  }
+  d->end_ns = d->rec->info().duration_ns;
+  for (const auto& s : d->series)
+    if (!s.series.points.empty()) d->end_ns = std::max(d->end_ns, s.series.points.back().t_ns);
+  for (const auto& p : d->report.processes) d->end_ns = std::max(d->end_ns, p.end_ns.value_or(p.start_ns));
+  if (d->end_ns <= 0) d->end_ns = 1;
+  return d;
+}
+
+namespace {
+// One recording's site costs for the request, and the live set (the range's peak, or what was
+// live at the chosen instant) that is to replace their whole-run peak.
+std::vector<an::SiteCost> costsOf(const RecordingData& d, const RangeRequest& q, an::LiveSet& live,
+                                  an::QueryControl& control) {
+  std::vector<an::SiteCost> costs = an::siteCosts(*d.rec, q.from, q.to, control);
+  if (q.live_at) live = an::liveAt(*d.rec, *q.live_at, control);
+  else if (q.from || q.to) live = an::rangePeak(*d.rec, q.from.value_or(0), q.to.value_or(d.end_ns), &d.series, control);
+  return costs;
+}
+}  // namespace
+
+std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl& control) {
+  auto r = std::make_shared<RangeData>();
+  r->from_ns = q.from;
+  r->to_ns = q.to;
+  r->live_at_ns = q.live_at;
+  r->show = q.b ? q.show : Show::A;
+  r->shown = r->show == Show::B ? q.b : q.a;
+  const RecordingData& shown = *r->shown;
+  const an::Recording& rec = *shown.rec;
+  r->costs = costsOf(shown, q, r->live, control);
+  if (control.cancelled) throw an::Cancelled();
+  std::vector<an::SiteCost> costsB;
+  an::LiveSet liveB;
+  if (r->diff()) {
+    r->other = q.b;
+    costsB = costsOf(*q.b, q, liveB, control);
+    // Both peaks follow the range, or neither: a delta of a range's peak and a whole run's is none.
+    if (!liveB.available) r->live.available = false;
+    if (r->live.available) an::applyLiveSet(costsB, liveB);
+  }
+  an::applyLiveSet(r->costs, r->live);
+  r->temporary_follows = (q.from || q.to) && r->live.available;
+  std::set<std::string> spaces;
+  for (const auto& c : r->costs) spaces.insert(c.space);
+  for (const auto& c : costsB) spaces.insert(c.space);
+  r->spaces.assign(spaces.begin(), spaces.end());
+  if (!q.space.empty() && spaces.count(q.space)) r->space = q.space;
+  const an::SiteFrames frames = an::siteFrames(rec, r->costs);
+  if (control.cancelled) throw an::Cancelled();
+  if (r->diff()) {
+    const an::SiteFrames framesB = an::siteFrames(*q.b->rec, costsB);
+    an::DiffTree down = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::TopDown, r->space);
+    an::DiffTree up = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::BottomUp, r->space);
+    r->top_down = std::move(down.tree);
+    r->top_down_change = std::move(down.change);
+    r->bottom_up = std::move(up.tree);
+    r->bottom_up_change = std::move(up.change);
+    if (control.cancelled) throw an::Cancelled();
+    r->symbols = an::diffCallerCallee(r->costs, frames, costsB, framesB, r->space);
+  } else {
+    r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
+    r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
+    if (control.cancelled) throw an::Cancelled();
+    r->symbols = an::callerCallee(r->costs, frames, r->space);
+  }
+  r->top_down.t_from_ns = r->bottom_up.t_from_ns = q.from;
+  r->top_down.t_to_ns = r->bottom_up.t_to_ns = q.to;
+  an::Filter f;
+  f.t_from_ns = q.from;
+  f.t_to_ns = q.to;
+  r->leaks = q.from || q.to ? an::leaks(rec, f) : shown.report.leaks;
+  if (control.cancelled) throw an::Cancelled();
+  r->sizes = an::sizeHistogram(rec, f, 10, r->costs);  // the range's costs, not read again
+  return r;
+}
+
+}  // namespace memledger::gui
