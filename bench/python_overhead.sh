@@ -26,6 +26,9 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 MARK="<!-- bench/python_overhead.sh writes from here on -->"
+for a in "$@"; do  # help only: nothing is run, RESULTS.md stays as it is
+  [[ "$a" == -h || "$a" == --help ]] && { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+done
 if [[ -z "${BENCH_PY_INNER:-}" ]]; then
   mkdir -p "$OUT/python"
   BENCH_PY_INNER=1 "$0" "$@" | tee "$OUT/python/table.txt"
