@@ -281,6 +281,11 @@ struct Leaks {
   // did not free (blocks live at exit) is counted apart here. 0 processes: none was Python.
   int64_t python_processes = 0;
   int64_t finalization_left_count = 0, finalization_left_bytes = 0;
+  // Blocks of kinds that live inside memory these totals already count (schemas/kinds.h,
+  // insideCountedMemory: Python's objects inside pymalloc's arenas, which are mmap blocks): their
+  // sites are listed with the others, their amounts are not in count and bytes, only here.
+  int64_t pool_count = 0, pool_bytes = 0;
+  size_t pool_site_count = 0;
   LeakKindAmounts kinds{};        // heap leaks per leak kind, over all sites (before the cut)
   bool scanned = false;           // some process of the recording had its exit scan
 };

@@ -199,6 +199,9 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
   for (const auto& s : all) {
     if (s.leak_count <= 0 && s.leak_bytes <= 0) continue;
     if (isCudaKind(limits.peak_kind) && !inCudaKind(s.space, limits.peak_kind)) continue;
+    // Python's objects (record --python-allocators) are inside pymalloc's arenas, which count
+    // here as the mmap blocks they are: not twice.
+    if (detail::insideCountedMemory(s.kind)) continue;
     if (Suppression* sup = suppressions.match(s.stack)) {
       sup->matched_sites += 1;
       sup->matched_leaks += s.leak_count;

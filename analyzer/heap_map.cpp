@@ -31,7 +31,8 @@ const std::string& RowSpaces::of(int64_t image, int64_t stack, const std::string
   static const std::string heap = "heap", mmap = "mmap", none;
   const kinds::KindInfo* k = kinds::byName(kind);
   if (k && k->shape == kinds::Shape::Block && k->space == kinds::Space::HostHeap) return heap;
-  if (k && k->space == kinds::Space::HostMmap) return mmap;
+  // (pyobject lives in mmap too, but as blocks of the pool "pymalloc": its account names it)
+  if (k && k->space == kinds::Space::HostMmap && k->shape == kinds::Shape::Range) return mmap;
   if (k && k->kind == kinds::Kind::Vmm) return none;
   auto key = std::make_tuple(image, stack, kind);
   auto found = memo_.find(key);
@@ -71,7 +72,7 @@ namespace {
 int spaceRank(const std::string& space) {
   if (space == "heap") return 0;
   if (space == "mmap") return 1;
-  if (space.rfind("pool:", 0) == 0 || space == "custom") return 2;
+  if (space.rfind("pool:", 0) == 0 || space == "custom" || space == "pymalloc") return 2;
   if (space.rfind("device:", 0) == 0) return 3;
   if (space == "pinned") return 4;
   if (space == "managed") return 5;

@@ -41,13 +41,15 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
       s.bytes = q.i64(3);
       out.sites.push_back(std::move(s));
     }
-    Statement l(rec, ("SELECT coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites WHERE image_id = ?" +
-                      kindCond).c_str());
+    // Per kind: pool blocks inside memory counted elsewhere (pyobject) are not added (sites.cpp).
+    Statement l(rec, ("SELECT kind, coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites WHERE image_id = ?" +
+                      kindCond + " GROUP BY kind").c_str());
     l.bind(1, image);
     if (filter.kind) l.bind(2, *filter.kind);
-    if (l.step()) {
-      out.finalization_left_count += l.i64(0);
-      out.finalization_left_bytes += l.i64(1);
+    while (l.step()) {
+      if (insideCountedMemory(l.text(0))) continue;
+      out.finalization_left_count += l.i64(1);
+      out.finalization_left_bytes += l.i64(2);
     }
   }
   return skip.empty() ? std::string() : " AND image_id NOT IN (" + skip + ")";

@@ -102,6 +102,8 @@ json toJson(const Leaks& l) {
   for (int k = 0; k < kLeakKindSlots; ++k) kinds[leakKindName(k)] = {{"bytes", l.kinds[k].bytes}, {"count", l.kinds[k].count}};
   json j = {{"count", l.count}, {"bytes", l.bytes}, {"site_count", l.site_count}, {"sites", sites},
             {"kinds", kinds}, {"scanned", l.scanned}};
+  if (l.pool_site_count)  // listed above, not in count/bytes: inside memory those count already
+    j["pool_blocks"] = {{"count", l.pool_count}, {"bytes", l.pool_bytes}, {"site_count", l.pool_site_count}};
   if (l.python_processes)  // Python images: counted when the interpreter started finalizing
     j["python"] = {{"processes", l.python_processes}, {"counted_at", "interpreter finalization"},
                    {"left_by_finalization", {{"count", l.finalization_left_count}, {"bytes", l.finalization_left_bytes}}}};

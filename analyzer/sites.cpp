@@ -237,13 +237,16 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
   }
   out.count = out.bytes = 0;
   for (const auto& s : out.sites) {
-    out.count += s.count;
-    out.bytes += s.bytes;
+    bool inside = detail::insideCountedMemory(s.kind);
+    (inside ? out.pool_count : out.count) += s.count;
+    (inside ? out.pool_bytes : out.bytes) += s.bytes;
   }
   detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
   // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h).
   if (detail::severalProcesses(rec, filter)) out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
   out.site_count = out.sites.size();
+  out.pool_site_count = static_cast<size_t>(std::count_if(
+      out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
   detail::classifyOrigins(out.sites);

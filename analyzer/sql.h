@@ -58,6 +58,12 @@ inline std::string heapKindsSql() {
       out += (out.empty() ? "('" : ", '") + std::string(k.name) + "'";
   return out + ")";
 }
+// Whether blocks of the kind named live inside memory leak totals already count (schemas/kinds.h:
+// pymalloc's objects, inside its arenas).
+inline bool insideCountedMemory(const std::string& kind) {
+  const kinds::KindInfo* k = kinds::byName(kind);
+  return k && kinds::insideCountedMemory(k->kind);
+}
 // A kind code's name (schemas/kinds.h); "" for a code this analyzer does not know.
 inline const char* siteKindName(uint64_t code) {
   const kinds::KindInfo* k = kinds::info(code);

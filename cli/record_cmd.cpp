@@ -89,7 +89,7 @@ int cmdRecord(int argc, char** argv) {
   CLI::App app{"Record a program's memory into one SQLite file (zstd-compressed once complete)", "memledger record"};
   std::string output;
   bool force = false, noFollow = false, noFold = false, noSymbols = false, noCompress = false,
-       noPython = false, noCuda = false;
+       noPython = false, pythonAllocators = false, noCuda = false;
   double bucketMs = 1.0, foldMs = 0;
   app.add_option("-o,--output", output, "recording file (default memledger.PROGRAM.PID.db, PID: the recorder's)");
   app.add_flag("--force", force, "replace FILE if it exists");
@@ -103,6 +103,10 @@ int cmdRecord(int argc, char** argv) {
   app.add_option("--bucket-ms", bucketMs, "timeline bucket width")->check(CLI::PositiveNumber);
   app.add_flag("--no-python", noPython,
                "no Python frames in the stacks of CPython processes, native frames only (leaks still count when the interpreter starts finalizing: docs/python.md)");
+  app.add_flag("--python-allocators", pythonAllocators,
+               "also record CPython's small objects, which pymalloc serves without malloc, as kind "
+               "pyobject: blocks in use of the pool 'pymalloc', whose arenas count in the mmap space "
+               "(heap and leak totals do not change; docs/python.md)");
   app.add_flag("--no-symbols", noSymbols, "skip symbolization at the end (frames stay empty)");
   app.add_flag("--no-compress", noCompress,
                "keep FILE plain SQLite (default: once the recording is complete it is compressed "
@@ -156,6 +160,9 @@ int cmdRecord(int argc, char** argv) {
 
   // The preload library reads it in every process of the tree (interpose/python_frames.h).
   if (noPython) setenv("MEMLEDGER_PYTHON", "0", 1);
+  // Set either way: the program's environment is then the same with and without the option (one
+  // variable more can grow os.environ's dict, a heap block that would differ).
+  setenv("MEMLEDGER_PYTHON_ALLOCATORS", pythonAllocators ? "1" : "0", 1);
   recorder::SessionOptions opt;
   opt.argv = program;
   opt.programPath = programPath;

@@ -119,10 +119,20 @@ std::string pythonLeakBasis(const an::Leaks& l) {
              plural(l.finalization_left_count, "block", "blocks").c_str(), formatBytes(l.finalization_left_bytes).c_str());
 }
 
+// record --python-allocators: leaking Python objects, listed with the sites, inside the arenas
+// the totals already count.
+std::string poolLeakNote(const an::Leaks& l) {
+  return fmt("(and %s, %s in %s, in use inside pymalloc's arenas, which the total counts as mmap)",
+             plural(l.pool_count, "Python object", "Python objects").c_str(), formatBytes(l.pool_bytes).c_str(),
+             plural(static_cast<int64_t>(l.pool_site_count), "site", "sites").c_str());
+}
+
 std::string textSummary(const an::Report& r) {
   std::string out = "Summary\n";
   out += fmt("  leaks          %s, %s in %s\n", plural(r.leaks.count, "block", "blocks").c_str(),
-             formatBytes(r.leaks.bytes).c_str(), plural(static_cast<int64_t>(r.leaks.site_count), "site", "sites").c_str());
+             formatBytes(r.leaks.bytes).c_str(),
+             plural(static_cast<int64_t>(r.leaks.site_count - r.leaks.pool_site_count), "site", "sites").c_str());
+  if (r.leaks.pool_site_count) out += "                 " + poolLeakNote(r.leaks) + "\n";
   if (r.leaks.python_processes) out += "                 " + pythonLeakBasis(r.leaks) + "\n";
   out += fmt("  heap peak      %s at %s (%s)\n", formatBytes(r.peak.bytes).c_str(),
              formatDuration(r.peak.time_ns).c_str(), peakScope(r.peak).c_str());
@@ -153,13 +163,14 @@ std::string textSummary(const an::Report& r) {
 }
 
 std::string textLeaks(const an::Leaks& l, const TextOptions& opt) {
-  if (l.count == 0 && !opt.complete)
+  if (l.count == 0 && l.pool_count == 0 && !opt.complete)
     return "Leaks\n  unknown: the recording is incomplete (the recorder stopped before it wrote which "
            "blocks were still live)\n";
-  if (l.count == 0) return "Leaks\n  none: every block was freed before its process ended\n";
+  if (l.count == 0 && l.pool_count == 0) return "Leaks\n  none: every block was freed before its process ended\n";
   std::string out = fmt("Leaks: %s, %s in %s\n", plural(l.count, "block", "blocks").c_str(),
                         formatBytes(l.bytes).c_str(),
-                        plural(static_cast<int64_t>(l.site_count), "site", "sites").c_str());
+                        plural(static_cast<int64_t>(l.site_count - l.pool_site_count), "site", "sites").c_str());
+  if (l.pool_site_count) out += "  " + poolLeakNote(l) + "\n";
   if (l.python_processes) out += "  " + pythonLeakBasis(l) + "\n";
   out += textLeakSummary(l);  // leak kinds
   out += siteList(l.sites, opt, "sites");

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ring_writer.h"
+#include "python_allocators.h"
 #include "python_frames.h"
 #include "unwinder.h"
 
@@ -126,15 +127,25 @@ uint16_t opAux(wire::Op op) { return static_cast<uint16_t>(op); }
 
 void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, uint32_t tag,
                  const wire::EventExtra* extra) {
+  pyalloc::noteHeapAlloc(kind, p, size);
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (!h) return;
   StackCache* cache = t_state.cache;
   if (ML_UNLIKELY(!cache)) cache = t_state.cache = acquireCache();
   py::checkFinalizing();
+  pyalloc::checkInstall();
   uint64_t ips[wire::kMaxFrames];
   unwind::Captured st = unwind::capture(cache ? &cache->trace : nullptr, ips);
   int n = st.n;
   uint64_t hash = st.hash;
+  // Inside a pymalloc wrapper's call (python_allocators.h) the wrapper's own frame is in the
+  // middle of the stack: without it the stack is the one recorded without the option.
+  if (ML_UNLIKELY(t_state.pyWrap) && n > 0) {
+    if (!st.framesOut) unwind::framesOf(cache ? &cache->trace : nullptr, st, ips);
+    st.framesOut = true;
+    n = pyalloc::dropOwnFrames(ips, n);
+    hash = n > 0 ? wire::hashFrames(ips, n) : 0;
+  }
   // Python frames: folded into the hash (a new line under the same native frames is a new
   // stack), merged into the frames only when the stack is sent.
   py::PyStack* ps = nullptr;
@@ -201,6 +212,7 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
 
 Reservation reserveRelease(uint32_t slots) {
   py::checkFinalizing();
+  pyalloc::checkInstall();
   Reservation r;
   wire::RingHeader* h = g_active.load(std::memory_order_acquire);
   if (h) ring::reserve(h, slots, &r);  // leaves r empty when nothing was reserved
@@ -209,6 +221,7 @@ Reservation reserveRelease(uint32_t slots) {
 
 void publishRelease(const Reservation& r, const void* p, uint64_t length, wire::AllocKind kind,
                     wire::Op op, uint32_t tag, const wire::EventExtra* extra) {
+  pyalloc::noteHeapFree(kind, p);
   if (!r.records) return;
   auto type = kind == wire::AllocKind::Mmap ? wire::RecordType::Unmap : wire::RecordType::Free;
   if (ML_UNLIKELY(extra)) ring::writeContinuations(r, r.index + 1, extra, sizeof *extra);

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "arena.h"
+#include "python_allocators.h"
 #include "python_frames.h"
 #include "runtime.h"
 #include "unwinder.h"
@@ -263,6 +264,7 @@ void startRecording() {
   pthread_atfork(nullptr, nullptr, &childAfterFork);
   modulesInit(g_exePath);
   py::init();
+  pyalloc::init();
   if (registerRing(false)) {
     t_state.busy = 1;
     modulesRescan();  // the initial modules, first in the ring

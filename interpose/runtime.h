@@ -112,6 +112,11 @@ struct ThreadState {
   uint64_t laneHead;
   uint64_t roomUntil;
   uint64_t populatedUntil;
+  // Inside a pymalloc wrapper's call to the allocator it wraps (python_allocators.h): how deep,
+  // and the last heap block the hooks recorded ([pyHeapAlloc, pyHeapAllocEnd)) and released
+  // during that call, which tell a block malloc handed out from one pymalloc did.
+  uint32_t pyWrap;
+  uint64_t pyHeapAlloc, pyHeapAllocEnd, pyHeapFree;
 };
 extern __thread ThreadState t_state;
 // t_state.busy while operator new calls the program's malloc with the guard held: the nested

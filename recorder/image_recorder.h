@@ -18,7 +18,8 @@
 // - `sites` rows are written when the image ends: a recorder killed mid-run leaves processes,
 //   stacks, modules, timeline and site_timeline, but no per-site totals and no leak rows.
 // - Temporaries: a block freed before the thread that allocated it allocated anything else; a
-//   realloc's free is a resize, never a temporary.
+//   realloc's free is a resize, never a temporary. Python's objects (pyobject) and the other
+//   kinds are two separate "anything else": recording the objects changes no heap temporary.
 // - Accounts (schemas/kinds.h): every kind counts in one account of the image, an address space
 //   (0 host heap: malloc + new, 1 anonymous mmap, then device:N, pinned, managed as they appear)
 //   or a pool (custom blocks: in use inside memory already counted elsewhere). Each account has
@@ -97,7 +98,8 @@ class ImageRecorder final : public RecordSink {
   void prefetch(const wire::Record& ahead) override;
   // A live set past ~1 MiB of table no longer sits in L2: from there each event would miss.
   bool wantsPrefetch() const override {
-    return heap_.size() >= kPrefetchLiveBlocks || stackByHash_.size() >= kPrefetchStacks;
+    return heap_.size() >= kPrefetchLiveBlocks || stackByHash_.size() >= kPrefetchStacks ||
+           (pyBlocks_ && pyBlocks_->size() >= kPrefetchLiveBlocks);
   }
   static constexpr uint32_t kNoGlobal = UINT32_MAX;
   static constexpr size_t kPrefetchLiveBlocks = 16384;
@@ -182,6 +184,9 @@ class ImageRecorder final : public RecordSink {
   };
   struct ThreadState {
     uint64_t lastAlloc = 0;        // address of the thread's most recent allocation, 0 after it died
+    // The same for kinds inside counted memory (pyobject): apart, so that recording Python's
+    // objects leaves the other blocks' temporaries as they were.
+    uint64_t lastInsideAlloc = 0;
     bool reallocPending = false;   // the thread's last record was a realloc's free
     uint16_t reallocChain = 0;
     uint32_t reallocOf = 0;
@@ -242,6 +247,9 @@ class ImageRecorder final : public RecordSink {
     return otherAccount(kind, tag);
   }
   uint32_t otherAccount(wire::AllocKind kind, uint32_t tag);
+  // The pool "pymalloc"'s live blocks (record --python-allocators), once it exists: Python's
+  // objects are most of such a run's events, prefetched as the heap's are.
+  FlatMap<LiveBlock, true>* pyBlocks_ = nullptr;
   FlatMap<LiveBlock, true>& blocksOf(uint32_t account) {
     return account == kHeap ? heap_ : *accounts_[account].blocks;
   }

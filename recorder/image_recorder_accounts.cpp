@@ -30,6 +30,13 @@ uint32_t ImageRecorder::otherAccount(AllocKind kind, uint32_t tag) {
       // its PoolCreate record (which comes first when the program created it).
       a.name = kind == AllocKind::Custom && tag == 0 ? std::string("custom")
                                                      : std::string(k.name) + ":" + std::to_string(tag);
+      // Python's small objects (record --python-allocators): the pool is pymalloc, its memory the
+      // arenas the interpreter maps itself (mmap blocks of this image).
+      if (kind == AllocKind::PyObject) {
+        a.name = "pymalloc";
+        a.space = kinds::spaceName(k.space);
+        pyBlocks_ = a.blocks.get();
+      }
     } else {
       a.space = kinds::spaceName(k.space);
       if (k.space == kinds::Space::Device) a.space += ":" + std::to_string(tag);
@@ -86,6 +93,7 @@ void ImageRecorder::closeAccounts() {
     }
     a.blocks.reset();
   }
+  pyBlocks_ = nullptr;
 }
 
 void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const {

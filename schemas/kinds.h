@@ -36,7 +36,7 @@ enum class Shape : uint8_t { Block, Range, PoolBlock };
   X(Pool, 7, "pool", Device, Block)              /* cuMemAllocAsync, cuMemAllocFromPoolAsync */ \
   X(Vmm, 8, "vmm", Device, Block)                /* cuMemCreate: physical memory per handle */ \
   X(TorchBlock, 9, "torch_block", Device, PoolBlock)  /* a caching-allocator block in a segment */ \
-  X(PyObject, 10, "pyobject", HostHeap, PoolBlock)    /* an object inside a pymalloc arena */
+  X(PyObject, 10, "pyobject", HostMmap, PoolBlock)    /* an object in the pool "pymalloc": its arenas are mmap */
 
 // Kinds a build adds without editing the list above (tests/kind_extension builds the recorder and
 // the analyzer with one more, to show that nothing else needs an edit).
@@ -87,6 +87,11 @@ constexpr const KindInfo* byName(std::string_view n) {
   return nullptr;
 }
 
+// Blocks that live inside memory the recording already counts as blocks of another kind:
+// pymalloc's objects inside its arenas, which are mmap blocks of the same process. Leak totals
+// count that memory once, as those blocks; the sites of these kinds are listed beside them.
+constexpr bool insideCountedMemory(Kind k) { return k == Kind::PyObject; }
+
 // Space names as recordings and reports spell them ("device" is followed by ":N").
 constexpr const char* spaceName(Space s) {
   switch (s) {
@@ -117,7 +122,11 @@ constexpr const char* spaceName(Space s) {
   X(CuArrayCreate, "cuArrayCreate") X(CuMemCreate, "cuMemCreate") X(CuMemMap, "cuMemMap")      \
   X(CuMemFree, "cuMemFree") X(CuMemFreeHost, "cuMemFreeHost")                                  \
   X(CuMemHostUnregister, "cuMemHostUnregister") X(CuMemFreeAsync, "cuMemFreeAsync")            \
-  X(CuArrayDestroy, "cuArrayDestroy") X(CuMemRelease, "cuMemRelease") X(CuMemUnmap, "cuMemUnmap")
+  X(CuArrayDestroy, "cuArrayDestroy") X(CuMemRelease, "cuMemRelease") X(CuMemUnmap, "cuMemUnmap") \
+  X(PyMemMalloc, "PyMem_Malloc") X(PyMemCalloc, "PyMem_Calloc") X(PyMemRealloc, "PyMem_Realloc")  \
+  X(PyMemFree, "PyMem_Free") X(PyObjectMalloc, "PyObject_Malloc")                              \
+  X(PyObjectCalloc, "PyObject_Calloc") X(PyObjectRealloc, "PyObject_Realloc")                   \
+  X(PyObjectFree, "PyObject_Free")
 
 enum class Op : uint8_t {
 #define MEMLEDGER_OP_ENUM(e, name) e,

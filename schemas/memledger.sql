@@ -187,7 +187,7 @@ CREATE TABLE allocations (
   image_id    INTEGER NOT NULL,
   tid         INTEGER NOT NULL,
   kind        TEXT NOT NULL,
-  op          TEXT NOT NULL,          -- malloc, calloc, realloc, new, new[], mmap, ...
+  op          TEXT NOT NULL,          -- malloc, calloc, realloc, new, new[], mmap, PyObject_Malloc, ... (kinds.h)
   address     INTEGER NOT NULL,
   size        INTEGER NOT NULL,
   stack_id    INTEGER NOT NULL,
@@ -260,7 +260,9 @@ CREATE TABLE site_buckets (
 -- The accounts of each image (version 5): account 0 is the host heap (malloc/new family), 1 host
 -- anonymous mmap; others are numbered as they appear: device:N, pinned, managed (spaces) and
 -- pools ('pool:NAME': a pool created with memledger_pool_create, 'custom' for memledger_alloc's
--- unnamed pool; its blocks are in use inside memory counted in `space`, never again there).
+-- unnamed pool, 'pymalloc' for CPython's small objects of `record --python-allocators`, kind
+-- pyobject, inside its arenas, which are mmap blocks; a pool's blocks are in use inside memory
+-- counted in `space`, never again there).
 -- image_id 0 holds the recording's simultaneous peak of each space: the largest sum over the
 -- processes alive at once (an exited process's memory leaves the sum; its leftovers stay leaks),
 -- with the instant (peak_ns); `peak_sites` holds what was live then. Images are drained one after
@@ -269,7 +271,7 @@ CREATE TABLE site_buckets (
 CREATE TABLE spaces (
   image_id       INTEGER NOT NULL,
   account        INTEGER NOT NULL,
-  name           TEXT NOT NULL,       -- heap | mmap | device:N | pinned | managed | pool:NAME | custom
+  name           TEXT NOT NULL,       -- heap | mmap | device:N | pinned | managed | pool:NAME | custom | pymalloc
   space          TEXT NOT NULL,       -- the address space it lives in (a pool: where its memory is; '' unknown)
   is_pool        INTEGER NOT NULL,
   pool_id        INTEGER NOT NULL,    -- the program's pool id (memledger_pool_create), 0 otherwise

@@ -57,3 +57,15 @@ TEST(ReportSchema, PythonScript) {
   if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
   expectValidRecording(record("/usr/bin/python3", {sourceDir() + "/samples/python/leaky.py"}), "leaky.py");
 }
+
+// record --python-allocators: the pool "pymalloc" in peak.pools, leaks.pool_blocks.
+TEST(ReportSchema, PythonAllocators) {
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) GTEST_SKIP() << "no python3-jsonschema";
+  Recorded rec;
+  rec.dir = std::make_shared<TempDir>();
+  rec.db = rec.dir->file("x.db");
+  rec.program = run({memledgerBinary(), "record", "-o", rec.db, "--python-allocators", "--", "/usr/bin/python3",
+                     sourceDir() + "/samples/python/small_objects.py"});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  expectValidRecording(rec, "small_objects.py");
+}
