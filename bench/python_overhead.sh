@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What Python frames cost, and whether each tool names the user's line: plain python3, heaptrack,
 # memledger record --no-python, memledger record (Python frames), memray run, memray run --native,
-# side by side on three Python workloads (issue 18's proof list).
+# side by side on four Python workloads (issue 18's proof list).
 #
 #   bench/python_overhead.sh [--memledger PATH] [--memray-python PY]
 #
@@ -12,10 +12,13 @@
 #                       import memray, else memray is reported as not available
 #
 # Workloads, all under /usr/bin/python3: samples/python/leaky.py (leak and peak at py_leaker,
-# leaky.py:7), samples/python/numpy_peak.py (peak at its lines 5-6; skipped without numpy) and
-# bench/workloads/torch_mlp.py (expected: the forward line 31 or loss.backward() line 32; skipped
-# without torch). One run each, wall clock of the whole command (the profiler's own start-up,
-# writing and, for memledger, symbolization included). "names" says whether memledger's peak
+# leaky.py:7), samples/python/numpy_peak.py (peak at its lines 5-6; skipped without numpy),
+# bench/workloads/torch_mlp.py (300 small steps; the forward line 31 or loss.backward() line 32
+# would be named, but its heap peak is what `import torch` left, so memledger names the import)
+# and samples/python/torch_peak.py (an MLP whose loop holds 64 MiB tensors at the heap peak: the
+# forward line 23 or the backward line 24; both skipped without torch). One run each, wall
+# clock of the whole command (the profiler's own start-up, writing and, for memledger,
+# symbolization included). "names" says whether memledger's peak
 # site #1 (and for leaky.py also leak site #1) has a frame at the expected file:line; memray and
 # heaptrack are not asked (heaptrack has no Python frames; memray's reader is not run here).
 # Prints the table and writes it as the last section of bench/RESULTS.md (after the marker that
@@ -23,6 +26,9 @@
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 MARK="<!-- bench/python_overhead.sh writes from here on -->"
+for a in "$@"; do  # help only: nothing is run, RESULTS.md stays as it is
+  [[ "$a" == -h || "$a" == --help ]] && { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+done
 if [[ -z "${BENCH_PY_INNER:-}" ]]; then
   mkdir -p "$OUT/python"
   BENCH_PY_INNER=1 "$0" "$@" | tee "$OUT/python/table.txt"
@@ -50,7 +56,7 @@ while (($#)); do
   case "$1" in
     --memledger) MEMLEDGER="${2:?--memledger needs a path}"; shift ;;
     --memray-python) MEMRAY_PY="${2:?--memray-python needs a path}"; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python_overhead.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -72,13 +78,15 @@ elif ! "$MEMRAY_PY" -c 'import memray' 2>/dev/null; then
 fi
 
 # name FILE LINE: the workload's script and the line memledger should name.
-WL_NAMES=(leaky numpy torch_mlp)
+WL_NAMES=(leaky numpy torch_mlp torch_peak)
 declare -A WL_SCRIPT WL_LINES WL_ARGS WL_NA
 WL_SCRIPT[leaky]="$ROOT/samples/python/leaky.py";      WL_LINES[leaky]="7"
 WL_SCRIPT[numpy]="$ROOT/samples/python/numpy_peak.py"; WL_LINES[numpy]="5 6"
 WL_SCRIPT[torch_mlp]="$BENCH/workloads/torch_mlp.py";  WL_LINES[torch_mlp]="31 32"
+WL_SCRIPT[torch_peak]="$ROOT/samples/python/torch_peak.py"; WL_LINES[torch_peak]="23 24"
 "$PY" -c 'import numpy' 2>/dev/null || WL_NA[numpy]="numpy not importable by $PY"
 "$PY" -c 'import torch' 2>/dev/null || WL_NA[torch_mlp]="torch not importable by $PY"
+WL_NA[torch_peak]="${WL_NA[torch_mlp]:-}"
 
 # wall TAG CMD...: runs CMD under measure, prints its wall seconds or "failed(status)".
 wall() {

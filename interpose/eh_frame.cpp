@@ -329,18 +329,26 @@ uint64_t toRule(const Cie& c, const Row& row) {
                   static_cast<int8_t>(row.ra.off));
 }
 
+// The code range [begin, begin + range) of the FDE at `fde`, and its CIE. False: not an FDE, or
+// malformed; then *r is past nothing useful.
+bool fdeBounds(Reader base, const uint8_t* fde, Reader* r, Cie* c, uint64_t* begin, uint64_t* range) {
+  *r = base;
+  const uint8_t *end, *idField;
+  uint64_t id;
+  if (!entryBounds(*r, fde, &end, &idField, &id) || id == 0) return false;
+  if (!parseCie(base, idField - id, c)) return false;
+  r->end = end;
+  *begin = r->encoded(c->fdeEnc, 0);
+  *range = r->encoded(c->fdeEnc & 0x0f, 0);
+  return r->ok;
+}
+
 // The rule from the FDE at `fde` if it covers pc; 0 if it does not cover it.
 uint64_t ruleFromFde(Reader base, const uint8_t* fde, uint64_t pc) {
   Reader r = base;
-  const uint8_t *end, *idField;
-  uint64_t id;
-  if (!entryBounds(r, fde, &end, &idField, &id) || id == 0) return kUnknown;
   Cie c;
-  if (!parseCie(base, idField - id, &c)) return kUnknown;
-  r.end = end;
-  uint64_t begin = r.encoded(c.fdeEnc, 0);
-  uint64_t range = r.encoded(c.fdeEnc & 0x0f, 0);
-  if (!r.ok) return kUnknown;
+  uint64_t begin, range;
+  if (!fdeBounds(base, fde, &r, &c, &begin, &range)) return kUnknown;
   if (pc < begin || pc - begin >= range) return 0;
   if (c.augZ) {
     uint64_t n = r.uleb();
@@ -357,39 +365,41 @@ uint64_t ruleFromFde(Reader base, const uint8_t* fde, uint64_t pc) {
   return toRule(c, row);
 }
 
-// Every FDE in .eh_frame from `start` until its terminator: the one covering pc.
-uint64_t scan(Reader base, const uint8_t* start, uint64_t pc) {
+// The FDE covering pc among every FDE in .eh_frame from `start` until its terminator; null: none.
+const uint8_t* scan(Reader base, const uint8_t* start, uint64_t pc) {
   Reader r = base;
   for (const uint8_t* at = start;;) {
     const uint8_t *end, *idField;
     uint64_t id;
-    if (!entryBounds(r, at, &end, &idField, &id)) return kUnknown;  // terminator, or malformed
+    if (!entryBounds(r, at, &end, &idField, &id)) return nullptr;  // terminator, or malformed
     if (id != 0) {
-      uint64_t rule = ruleFromFde(base, at, pc);
-      if (rule) return rule;
+      Reader fr;
+      Cie c;
+      uint64_t begin, range;
+      if (fdeBounds(base, at, &fr, &c, &begin, &range) && pc >= begin && pc - begin < range) return at;
     }
     at = end;
   }
 }
 
-}  // namespace
-
-uint64_t ehFrameRule(const EhModule& m, uint64_t pc) {
-  if (!m.hdr) return kUnknown;
+// The FDE covering pc in m, found through .eh_frame_hdr's table (or a scan); null: none.
+// *base is set to the reader over the module that the FDE is read with.
+const uint8_t* fdeFor(const EhModule& m, uint64_t pc, Reader* base) {
+  if (!m.hdr) return nullptr;
   Reader r{m.hdr, reinterpret_cast<const uint8_t*>(m.lo), reinterpret_cast<const uint8_t*>(m.hi)};
   auto hdrBase = reinterpret_cast<uint64_t>(m.hdr);
   uint8_t version = r.fixed<uint8_t>();
   uint8_t ptrEnc = r.fixed<uint8_t>();
   uint8_t countEnc = r.fixed<uint8_t>();
   uint8_t tableEnc = r.fixed<uint8_t>();
-  if (!r.ok || version != 1) return kUnknown;
+  if (!r.ok || version != 1) return nullptr;
   auto* ehFrame = reinterpret_cast<const uint8_t*>(r.encoded(ptrEnc, hdrBase));
   uint64_t count = countEnc == kPeOmit ? 0 : r.encoded(countEnc, hdrBase);
-  if (!r.ok) return kUnknown;
-  Reader base{nullptr, r.lo, r.end};
-  if (tableEnc != (kPeDatarel | kPeSdata4) || count == 0) return scan(base, ehFrame, pc);
+  if (!r.ok) return nullptr;
+  *base = Reader{nullptr, r.lo, r.end};
+  if (tableEnc != (kPeDatarel | kPeSdata4) || count == 0) return scan(*base, ehFrame, pc);
   // Sorted (initial location, FDE) pairs, both relative to the header: the last one at or below pc.
-  if (!r.has(count * 8)) return kUnknown;
+  if (!r.has(count * 8)) return nullptr;
   const uint8_t* table = r.p;
   auto at = [&](uint64_t i, int which) {
     int32_t v;
@@ -402,9 +412,30 @@ uint64_t ehFrameRule(const EhModule& m, uint64_t pc) {
     if (at(mid, 0) <= pc) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == 0) return kUnknown;
-  uint64_t rule = ruleFromFde(base, reinterpret_cast<const uint8_t*>(at(lo - 1, 1)), pc);
+  if (lo == 0) return nullptr;
+  return reinterpret_cast<const uint8_t*>(at(lo - 1, 1));
+}
+
+}  // namespace
+
+uint64_t ehFrameRule(const EhModule& m, uint64_t pc) {
+  Reader base{nullptr, nullptr, nullptr};
+  const uint8_t* fde = fdeFor(m, pc, &base);
+  if (!fde) return kUnknown;
+  uint64_t rule = ruleFromFde(base, fde, pc);
   return rule ? rule : kUnknown;
+}
+
+bool ehFrameRange(const EhModule& m, uint64_t pc, uint64_t* begin, uint64_t* end) {
+  Reader base{nullptr, nullptr, nullptr};
+  const uint8_t* fde = fdeFor(m, pc, &base);
+  Reader r = base;
+  Cie c;
+  uint64_t b, range;
+  if (!fde || !fdeBounds(base, fde, &r, &c, &b, &range) || pc < b || pc - b >= range) return false;
+  *begin = b;
+  *end = b + range;
+  return true;
 }
 
 }  // namespace memledger::preload::unwind

@@ -18,5 +18,7 @@ struct EhModule {
 // The rule word (unwind_rules.h) for `pc` in `m`: kUnknown for anything the walker cannot follow
 // (no FDE, a signal frame, a CFA or save slot given by an expression, malformed data).
 uint64_t ehFrameRule(const EhModule& m, uint64_t pc);
+// The code range [*begin, *end) of the FDE covering `pc` in `m`. False: none covers it.
+bool ehFrameRange(const EhModule& m, uint64_t pc, uint64_t* begin, uint64_t* end);
 
 }  // namespace memledger::preload::unwind

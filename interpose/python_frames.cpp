@@ -17,6 +17,7 @@
 
 #include "ring_writer.h"
 #include "runtime.h"
+#include "unwind_rules.h"
 
 namespace memledger::preload::py {
 
@@ -51,6 +52,10 @@ const Layout* g_l = nullptr;
 const char* g_rt = nullptr;          // &_PyRuntime
 uint64_t g_codeType = 0, g_unicodeType = 0, g_bytesType = 0;
 uint64_t g_evalStart = 0, g_evalEnd = 0;  // _PyEval_EvalFrameDefault's code
+// Its cold parts (findColdParts): [start, end) each; a return address there is an evaluation
+// frame too.
+constexpr int kMaxColdParts = 2;
+uint64_t g_coldStart[kMaxColdParts] = {}, g_coldEnd[kMaxColdParts] = {};
 uint64_t g_version = 0;                   // PY_VERSION_HEX
 
 inline bool plausible(uint64_t p) { return p >= 65536 && p < (1ull << 47) && (p & 7) == 0; }
@@ -213,32 +218,46 @@ uint64_t foldHash(uint64_t h, const PyStack& ps) {
 }
 
 int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max) {
-  auto isEval = [](uint64_t ip) { return ip - 1 >= g_evalStart && ip - 1 < g_evalEnd; };
-  int evals = 0;
-  for (int i = 0; i < n; ++i) evals += isEval(native[i]) ? 1 : 0;
-  int k = 0;
   if (ps.n == 0) {
-    for (int i = 0; i < n && k < max; ++i) out[k++] = native[i];
+    int k = n < max ? n : max;
+    memcpy(out, native, static_cast<size_t>(k) * sizeof(uint64_t));
     return k;
   }
+  // Where the evaluation frames are, innermost first (one pass; the native runs between them
+  // are then copied whole).
+  uint8_t at[wire::kMaxFrames];
+  int evals = 0;
+  for (int i = 0; i < n && i < wire::kMaxFrames; ++i) {
+    uint64_t pc = native[i] - 1;  // a return address: the call is the instruction before it
+    bool eval = (pc >= g_evalStart && pc < g_evalEnd) || (pc >= g_coldStart[0] && pc < g_coldEnd[0]) ||
+                (pc >= g_coldStart[1] && pc < g_coldEnd[1]);
+    at[evals] = static_cast<uint8_t>(i);
+    evals += eval ? 1 : 0;
+  }
+  int k = 0;
+  auto copy = [&](const uint64_t* from, int count) {
+    if (count > max - k) count = max - k;
+    memcpy(out + k, from, static_cast<size_t>(count) * sizeof(uint64_t));
+    k += count;
+  };
   if (evals == ps.groups && evals > 0) {
     // The g-th evaluation frame (innermost first) stands for the Python frames of invocation g
     // (none: it was still in a frame's prologue; its native frame then goes without one).
-    int p = 0, g = 0;
-    for (int i = 0; i < n && k < max; ++i) {
-      if (!isEval(native[i])) {
-        out[k++] = native[i];
-        continue;
-      }
-      for (; p < ps.n && ps.group[p] == g && k < max; ++p) out[k++] = ps.frames[p];
-      ++g;
+    int from = 0, p = 0;
+    for (int g = 0; g < evals; ++g) {
+      copy(native + from, at[g] - from);
+      int first = p;
+      while (p < ps.n && ps.group[p] == g) ++p;
+      copy(ps.frames + first, p - first);
+      from = at[g] + 1;
     }
+    copy(native + from, n - from);
     return k;
   }
   // Not paired reliably: the native frames inside the innermost evaluation frame, then the
   // Python frames alone (none of the native frames outside, which could be misplaced).
-  for (int i = 0; i < n && evals > 0 && k < max && !isEval(native[i]); ++i) out[k++] = native[i];
-  for (int p = 0; p < ps.n && k < max; ++p) out[k++] = ps.frames[p];
+  if (evals > 0) copy(native, at[0]);
+  copy(ps.frames, ps.n);
   return k;
 }
 
@@ -351,6 +370,95 @@ void noteFinalizing() {
 }
 
 namespace {
+
+int extentOf(dl_phdr_info* info, size_t, void* data) {
+  auto* range = static_cast<uint64_t*>(data);  // in: a pc; out: its module's [lo, hi)
+  uint64_t lo = ~0ull, hi = 0;
+  bool covers = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t a = info->dlpi_addr + ph.p_vaddr;
+    lo = a < lo ? a : lo;
+    hi = a + ph.p_memsz > hi ? a + ph.p_memsz : hi;
+    covers = covers || (range[0] >= a && range[0] < a + ph.p_memsz);
+  }
+  if (!covers) return 0;
+  range[0] = lo;
+  range[1] = hi;
+  return 1;
+}
+
+// GCC moves the evaluation loop's unlikely blocks (mostly error paths) out of the function into
+// a part of their own, `_PyEval_EvalFrameDefault.cold`, which runs in the function's frame. No
+// dynamic symbol covers it (Debian's python3.11 has no .symtab either), so a return address
+// there, left by a call the cold code made, would not count as an evaluation frame and the
+// merge would fall back to the Python frames alone. The cold part is found from the code: the
+// function jumps into it (jmp/jcc rel32 to outside itself), and it has an .eh_frame FDE of its
+// own. The function's bytes are read as if every offset began such a jump (a stray match inside
+// another instruction names a random target); each target outside the function but in its
+// module counts for the FDE that covers it, and a pair counts as confirmed when the unwind rule
+// at the jump equals the rule at its target, as it must for a real jump (the target runs in the
+// same frame; a random pair matches only by chance). An FDE with at least 4 confirmed pairs,
+// and 3 of 4 of the first 16 tried (a stray match may land in the cold part too), is a cold
+// part: at most two, most jumps first.
+// Debian's 3.11: 314 jumps into one FDE; pyenv's 3.11 and 3.12 builds name the same range in
+// their .symtab (tests/integration/python_frames_test.cpp compares).
+void findColdParts() {
+  uint64_t module[2] = {g_evalStart, 0};
+  if (!dl_iterate_phdr(&extentOf, module)) return;
+  struct Part {
+    uint64_t start, end;
+    uint32_t jumps, tried, agreed;
+  };
+  constexpr int kParts = 16;
+  Part parts[kParts];
+  int count = 0;
+  const auto* code = reinterpret_cast<const uint8_t*>(g_evalStart);
+  uint64_t size = g_evalEnd - g_evalStart;
+  for (uint64_t i = 0; i + 6 <= size; ++i) {
+    int32_t rel;
+    uint64_t len;
+    if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80) {  // jcc rel32
+      memcpy(&rel, code + i + 2, 4);
+      len = 6;
+    } else if (code[i] == 0xe9) {  // jmp rel32
+      memcpy(&rel, code + i + 1, 4);
+      len = 5;
+    } else {
+      continue;
+    }
+    uint64_t site = g_evalStart + i, target = site + len + static_cast<uint64_t>(int64_t{rel});
+    if ((target >= g_evalStart && target < g_evalEnd) || target < module[0] || target >= module[1]) continue;
+    int k = 0;
+    while (k < count && !(target >= parts[k].start && target < parts[k].end)) ++k;
+    if (k == count) {
+      uint64_t start, end;
+      if (count == kParts || !unwind::fdeRange(target, &start, &end)) continue;
+      if (start < g_evalEnd && end > g_evalStart) continue;  // the function's own FDE
+      parts[count++] = Part{start, end, 0, 0, 0};
+    }
+    Part& p = parts[k];
+    ++p.jumps;
+    if (p.tried < 16) {
+      ++p.tried;
+      uint64_t rule = unwind::ruleAt(site);
+      if (rule != unwind::kUnknown && rule == unwind::ruleAt(target)) ++p.agreed;
+    }
+  }
+  for (int found = 0; found < kMaxColdParts; ++found) {
+    int best = -1;
+    for (int k = 0; k < count; ++k)
+      if (parts[k].agreed >= 4 && parts[k].agreed * 4 >= parts[k].tried * 3 &&
+          (best < 0 || parts[k].jumps > parts[best].jumps))
+        best = k;
+    if (best < 0) return;
+    g_coldStart[found] = parts[best].start;
+    g_coldEnd[found] = parts[best].end;
+    parts[best].agreed = 0;
+  }
+}
+
 void initLayout() {
   // Off: no frames, but leaks still count at finalization (the stacks are native ones).
   const char* env = getenv("MEMLEDGER_PYTHON");
@@ -406,6 +514,7 @@ void initLayout() {
   g_bytesType = reinterpret_cast<uint64_t>(bytes);
   g_evalStart = reinterpret_cast<uint64_t>(eval);
   g_evalEnd = g_evalStart + sym->st_size;
+  findColdParts();
   g_version = hex;
   g_finalizing = reinterpret_cast<const uint64_t*>(g_rt + g_l->rtFinalizing);
   g_on = !framesOff;

@@ -5,9 +5,11 @@
 // _PyRuntime, read with pthread_getspecific) and puts the Python frames into the stack in place
 // of the evaluation loop's native frames: each native _PyEval_EvalFrameDefault frame stands for
 // the Python frames up to the next entry frame (3.11: is_entry; 3.12/3.13: the C-stack shim
-// frame; 3.10: every frame). Where the counts differ (a frame in the loop's cold part, a PEP 523
-// evaluator) the native frames inside the innermost evaluation frame are followed by the Python
-// frames alone: never a wrong merge.
+// frame; 3.10: every frame). A return address in the loop's cold part (GCC's
+// _PyEval_EvalFrameDefault.cold, found at bootstrap from the code's jumps and .eh_frame) is an
+// evaluation frame too. Where the counts differ (a PEP 523 evaluator, a cut native stack) the
+// native frames inside the innermost evaluation frame are followed by the Python frames alone:
+// never a wrong merge.
 //
 // A Python frame travels as one 64-bit "address" with bit 63 set (no user-space code address has
 // it): (serial of its code object) << 32 | instruction offset in code units. Each code object is

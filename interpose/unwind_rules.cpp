@@ -136,6 +136,16 @@ __attribute__((noinline)) uint64_t slowRule(uint64_t key) {
   return rule;
 }
 
+uint64_t ruleAt(uint64_t pc) {
+  EhModule m;
+  return moduleFor(pc, &m) ? ehFrameRule(m, pc) : uint64_t{kUnknown};
+}
+
+bool fdeRange(uint64_t pc, uint64_t* begin, uint64_t* end) {
+  EhModule m;
+  return moduleFor(pc, &m) && ehFrameRange(m, pc, begin, end);
+}
+
 void retireRules() {
   // Rules of the unloaded code must not serve new code mapped at its addresses: retire the table
   // (readers may still hold it, so it stays mapped) and the modules seen.

@@ -53,6 +53,11 @@ inline uint64_t lookup(const Table* t, uint64_t key) {
 
 // The rule for `key`, computed now if needed. 0: not available (no table, table full): fall back.
 uint64_t slowRule(uint64_t key);
+// The rule of the instruction at `pc` (not a return address), computed now and not kept;
+// kUnknown: none. And the code range [*begin, *end) of the .eh_frame FDE covering `pc` (false:
+// none). For the Python frames' bootstrap (python_frames.cpp: the evaluation loop's cold part).
+uint64_t ruleAt(uint64_t pc);
+bool fdeRange(uint64_t pc, uint64_t* begin, uint64_t* end);
 // After dlclose: retires the table and the modules seen (code may be mapped anew there).
 void retireRules();
 void rulesResetAfterFork();  // a fork child: the lock's holder may not exist there

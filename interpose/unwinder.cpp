@@ -198,6 +198,14 @@ void keepTrace(Trace* t, uint64_t hash, uint32_t gen) {
   const int n = static_cast<int>(t->n);
   if (n <= 0 || n > kCachedFrames) return;
   const Frame& inner = t->rev[n - 1];
+  uint64_t state = (inner.pc ^ (inner.rsp << 16)) * 0x9e3779b97f4a7c15ull;
+  uint32_t& seen = t->seen[state >> (64 - Trace::kSeenBits)];
+  uint32_t tag = static_cast<uint32_t>(state) | 1;  // 0: nothing seen
+  if (seen != tag) {  // the first walk from this state (or one whose note another replaced)
+    seen = tag;
+    return;
+  }
+  seen = 0;
   uint32_t set = cachedSlot(inner.pc, inner.rsp);
   CachedTrace& e = t->cached[set * kCachedTraceWays + t->victim[set]];
   t->victim[set] = static_cast<uint8_t>((t->victim[set] + 1) % kCachedTraceWays);
@@ -420,6 +428,7 @@ void forget(Trace* t) {
   t->n = 0;
   t->hit = nullptr;
   for (CachedTrace& e : t->cached) e.n = 0;
+  memset(t->seen, 0, sizeof t->seen);
 }
 
 void resetAfterFork() {

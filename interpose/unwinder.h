@@ -89,6 +89,12 @@ struct Trace {
   CachedTrace cached[(1u << kCachedTraceBits) * kCachedTraceWays];
   uint8_t victim[1u << kCachedTraceBits];  // the way the next new trace of each set replaces
   const CachedTrace* hit;
+  // Innermost states (a hash of pc and rsp) whose walk was not kept yet, direct-mapped: a trace
+  // is kept the second time its state is walked. Most stacks of an import or a static
+  // initializer are walked once, and copying each into the cache (a few KiB of stores) was a
+  // fifth of the walk's time on torch's import.
+  static constexpr uint32_t kSeenBits = 8;
+  uint32_t seen[1u << kSeenBits];
 };
 
 // 16 bytes: returned in two registers, not through memory written field by field and read back

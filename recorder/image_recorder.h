@@ -98,10 +98,12 @@ class ImageRecorder final : public RecordSink {
   void prefetch(const wire::Record& ahead) override;
   // A live set past ~1 MiB of table no longer sits in L2: from there each event would miss.
   bool wantsPrefetch() const override {
-    return heap_.size() >= kPrefetchLiveBlocks || (pyBlocks_ && pyBlocks_->size() >= kPrefetchLiveBlocks);
+    return heap_.size() >= kPrefetchLiveBlocks || stackByHash_.size() >= kPrefetchStacks ||
+           (pyBlocks_ && pyBlocks_->size() >= kPrefetchLiveBlocks);
   }
   static constexpr uint32_t kNoGlobal = UINT32_MAX;
   static constexpr size_t kPrefetchLiveBlocks = 16384;
+  static constexpr size_t kPrefetchStacks = 65536;
 
   // A /proc sample of the process (absolute CLOCK_MONOTONIC time). caughtUp: the ring holds
   // nothing older, so the timeline may advance to the sample's time.
@@ -258,10 +260,17 @@ class ImageRecorder final : public RecordSink {
   void onStack(const Decoded& r);
   // knownOuter > 0: the path of the outermost knownOuter frames is in the tree already, and
   // outerHashes[1 .. knownOuter] are its path hashes (a thread's previous stack shared them).
-  uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n, size_t knownOuter = 0,
-                       const uint64_t* outerHashes = nullptr);
-  // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_.
-  int64_t addToStackTree(const uint64_t* frames, size_t n, size_t knownOuter, const uint64_t* outerHashes);
+  // The outermost knownOuter frames of `frames` are a path whose hashes and nodes are known
+  // (the thread's previous stack: PathInfo), or knownOuter is 0.
+  struct OuterPath {
+    size_t known;
+    const uint64_t* hashes;  // [len] for len in 0..known
+    const uint32_t* nodes;   // [len] for len in 0..known
+  };
+  uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n, OuterPath outer = {});
+  // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_, and scratchHashes_
+  // and scratchNodes_ hold its path's hashes and nodes ([len] for len in 0..n).
+  int64_t addToStackTree(const uint64_t* frames, size_t n, OuterPath outer);
   uint32_t ipId(uint64_t address);
   // The per-event steps below are small and run once or twice per event: always inlined (at -O2
   // GCC kept them as calls, whose entry, exit and reloads of members were ~15% of the reader's
@@ -352,12 +361,14 @@ class ImageRecorder final : public RecordSink {
     uint64_t hash = 0;
     std::vector<uint64_t> frames;  // innermost first
     std::vector<uint64_t> pathHashes;  // [len] for len in 0..frames.size(); empty: not known
+    std::vector<uint32_t> pathNodes;   // the same paths' nodes in treeNodes_
   };
   FlatMap<uint32_t> lastStackOf_;  // tid + 1 -> index in lastStacks_
   std::vector<LastStack> lastStacks_;
   std::vector<uint64_t> scratchFrames_;
   uint64_t unresolvedStacks_ = 0;  // delta records whose base was not found (corrupt input)
   std::vector<uint64_t> scratchHashes_;
+  std::vector<uint32_t> scratchNodes_;
   PagedArray<Site> sites_;
 
   FlatMap<LiveBlock, true> heap_;    // malloc/new family (account 0)

@@ -30,15 +30,12 @@ void ImageRecorder::onStack(const Decoded& r) {
   std::vector<uint64_t>& full = scratchFrames_;
   full.assign(r.frames.begin(), r.frames.end());
   size_t shared = static_cast<size_t>(r.b);
-  size_t knownOuter = 0;
-  const uint64_t* outerHashes = nullptr;
+  OuterPath outer{};
   if (shared) {
     if (last.hash == r.c && shared <= last.frames.size()) {
       full.insert(full.end(), last.frames.end() - static_cast<long>(shared), last.frames.end());
-      if (last.pathHashes.size() == last.frames.size() + 1) {
-        knownOuter = shared;
-        outerHashes = last.pathHashes.data();
-      }
+      if (last.pathHashes.size() == last.frames.size() + 1)
+        outer = OuterPath{shared, last.pathHashes.data(), last.pathNodes.data()};
     } else {
       // Not the base this thread sent last (a record lost with a writer killed mid-write):
       // any stack interned here with that hash will do.
@@ -52,22 +49,25 @@ void ImageRecorder::onStack(const Decoded& r) {
   last.hash = r.a;
   bool interned = false;
   if (r.a && !stackByHash_.find(r.a)) {
-    internStack(r.a, full.data(), full.size(), knownOuter, outerHashes);
+    internStack(r.a, full.data(), full.size(), outer);
     interned = !full.empty();
   }
-  // addToStackTree left the path hashes of `full` in scratchHashes_.
-  if (interned) last.pathHashes.assign(scratchHashes_.begin(), scratchHashes_.begin() + static_cast<long>(full.size()) + 1);
-  else last.pathHashes.clear();
+  // addToStackTree left the path of `full` in scratchHashes_ and scratchNodes_.
+  if (interned) {
+    last.pathHashes.assign(scratchHashes_.begin(), scratchHashes_.begin() + static_cast<long>(full.size()) + 1);
+    last.pathNodes.assign(scratchNodes_.begin(), scratchNodes_.begin() + static_cast<long>(full.size()) + 1);
+  } else {
+    last.pathHashes.clear();
+  }
   last.frames.swap(full);
 }
 
-uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n, size_t knownOuter,
-                                    const uint64_t* outerHashes) {
+uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_t n, OuterPath outer) {
   auto [idx, isNew] = stackByHash_.insert(hash);
   if (!isNew) return *idx;
   *idx = static_cast<uint32_t>(stacks_.size());
   uint32_t index = *idx;  // keep no pointer into stackByHash_ across the inserts below
-  int64_t leaf = n ? addToStackTree(frames, n, knownOuter, outerHashes) : 0;
+  int64_t leaf = n ? addToStackTree(frames, n, outer) : 0;
   if (n == 0) {
     leaf = rec_.nextStackId();  // an empty stack is its own row (unknown and "no stack" differ)
     db_.insertStack(leaf, id_, nullptr, 0);
@@ -93,19 +93,21 @@ uint32_t ImageRecorder::internStack(uint64_t hash, const uint64_t* frames, size_
 // shared path is written first (its frames then exist twice, once in each row), and later
 // stacks branching there reuse it. So at most two rows per new stack, and shared outer frames
 // (the bulk of deep stacks) are stored once or twice instead of once per stack.
-int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, size_t knownOuter,
-                                      const uint64_t* outerHashes) {
+int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, OuterPath outer) {
   if (treeNodes_.empty()) treeNodes_.push_back(TreeNode{0, 0, 0, 0});  // the root: no frame
   // Paths are found by a hash of their frames (outermost first), never by walking the tree: a
   // walk costs a cache miss per frame on deep stacks. Known paths are prefix-closed, so the
   // deepest known one is a binary search over the length.
   std::vector<uint64_t>& hashes = scratchHashes_;
+  std::vector<uint32_t>& nodes = scratchNodes_;
   hashes.resize(n + 1);
+  nodes.resize(n + 1);
   hashes[0] = 0;
-  size_t start = 0;
-  if (outerHashes && knownOuter <= n) {  // the outer part's hashes are known: only the rest
-    std::copy(outerHashes + 1, outerHashes + knownOuter + 1, hashes.begin() + 1);
-    start = knownOuter;
+  nodes[0] = 0;
+  size_t start = outer.hashes && outer.known <= n ? outer.known : 0;
+  if (start) {  // the outer part's hashes and nodes are known: only the rest
+    std::copy(outer.hashes + 1, outer.hashes + start + 1, hashes.begin() + 1);
+    std::copy(outer.nodes + 1, outer.nodes + start + 1, nodes.begin() + 1);
   }
   uint64_t h = hashes[start];
   for (size_t len = start + 1; len <= n; ++len) {
@@ -113,24 +115,41 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, size_t k
     hashes[len] = h;
   }
   auto key = [&hashes](size_t len) { return hashes[len] ? hashes[len] : 1; };  // the map reserves 0
-  size_t known = 0, hi = n;  // the path of `known` frames is node `cur`; none longer than hi is
-  uint32_t cur = 0;
+  // Each probe below, and each fresh frame's ip, misses the cache in tables of millions of
+  // entries: start fetching the slots the common case reads (a few paths past the known outer
+  // part; the frames not in it) before any is read, so their misses overlap.
   if (start) {
-    if (const uint32_t* node = pathNodes_.find(key(start))) {
-      known = start;
-      cur = *node;
-    }
+    for (size_t len = start + 1; len <= n && len <= start + 4; ++len) pathNodes_.prefetch(key(len));
+    for (size_t k = 0; k < n - start && k < 8; ++k) ipByAddress_.prefetch(mapKey(frames[k]));
   }
-  // A new stack mostly shares all but its innermost few frames with an earlier one: probe from
-  // the full length down in growing steps first, then bisect what is left.
-  for (size_t gap = 0; hi > known; gap = gap ? gap * 2 : 1) {
-    size_t len = hi > known + gap ? hi - gap : known + 1;
-    if (const uint32_t* node = pathNodes_.find(key(len))) {
+  size_t known = start, hi = n;  // the path of `known` frames is node `cur`; none longer than hi is
+  uint32_t cur = nodes[start];
+  // Each probe is a cache miss in a table of millions of paths. Below a known outer part (the
+  // thread's previous stack, which shares all but the innermost few frames) the new stack
+  // mostly shares a frame or two more, if any: probe upwards from there in growing steps.
+  // Without one, a new stack mostly shares all but its innermost few frames with an earlier one:
+  // probe from the full length down in growing steps. Then bisect what is left.
+  if (start) {
+    for (size_t step = 1; known < hi; step *= 2) {
+      size_t len = std::min(hi, known + step);
+      const uint32_t* node = pathNodes_.find(key(len));
+      if (!node) {
+        hi = len - 1;
+        break;
+      }
       known = len;
       cur = *node;
-      break;
     }
-    hi = len - 1;
+  } else {
+    for (size_t gap = 0; hi > known; gap = gap ? gap * 2 : 1) {
+      size_t len = hi > known + gap ? hi - gap : known + 1;
+      if (const uint32_t* node = pathNodes_.find(key(len))) {
+        known = len;
+        cur = *node;
+        break;
+      }
+      hi = len - 1;
+    }
   }
   while (known < hi) {
     size_t mid = (known + hi + 1) / 2;
@@ -141,6 +160,8 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, size_t k
       hi = mid - 1;
     }
   }
+  // The nodes of the known path below the outer part: its parents, up to what was known.
+  for (size_t len = known, a = cur; len > start; --len, a = treeNodes_[a].parent) nodes[len] = static_cast<uint32_t>(a);
   int64_t parentRow = 0;
   if (cur != 0) {
     if (treeNodes_[cur].row == 0) {
@@ -162,6 +183,7 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, size_t k
     uint32_t node = static_cast<uint32_t>(treeNodes_.size());
     treeNodes_.push_back(TreeNode{cur, scratchIps_[k], 0, 0});
     *pathNodes_.insert(key(n - k)).first = node;
+    nodes[n - k] = node;
     cur = node;
   }
   leafNode_ = cur;

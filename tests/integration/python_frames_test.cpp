@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <set>
+
 #include "harness.h"
 
 using namespace memledger::test;
@@ -194,6 +196,78 @@ TEST(PythonFrames, NumpyPeakNamesThePythonLinesWithNumpyFramesInside) {
     ASSERT_TRUE(inner["module"].is_string());
     EXPECT_NE(inner["module"].get<std::string>().find("_multiarray_umath"), std::string::npos) << inner.dump();
   }
+}
+
+// The PyTorch CPU MLP of samples/python/torch_peak.py (Debian's python3-torch): its training loop
+// holds three 64 MiB tensors at the heap peak, well above what `import torch` left. Peak site #1
+// (and #2, #3) is one of them, one block of exactly 64 MiB, named by the script's forward line
+// (23: the ReLU's output) or backward line (24: the gradients), with libtorch's frames inside.
+TEST(PythonFrames, TorchMlpPeakNamesTheForwardOrBackwardLine) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  RunResult probe = run({"/usr/bin/python3", "-c", "import torch"});
+  if (probe.status != 0) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian's python3-torch is not installed)";
+  Recorded rec = record("/usr/bin/python3", {script("torch_peak.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "5"});
+  const json& sites = report["peak"]["sites"];
+  ASSERT_GE(sites.size(), 3u) << describeSites(sites);
+  constexpr int64_t k64MiB = int64_t{64} << 20;
+  EXPECT_GE(report["peak"]["bytes"].get<int64_t>(), 3 * k64MiB);
+  std::set<int64_t> lines;
+  for (size_t i = 0; i < 3; ++i) {
+    const json& s = sites[i];
+    EXPECT_EQ(s["bytes"], k64MiB) << i << "\n" << describeSites(sites);
+    EXPECT_EQ(s["count"], 1) << i;
+    // The script's frame, and libtorch's native frames inside it (innermost first).
+    int scriptAt = -1, torchAt = -1;
+    const json& st = s["stack"];
+    for (size_t f = 0; f < st.size(); ++f) {
+      if (scriptAt < 0 && st[f]["file"].is_string() && endsWith(st[f]["file"].get<std::string>(), "/samples/python/torch_peak.py")) {
+        scriptAt = static_cast<int>(f);
+        lines.insert(st[f]["line"].get<int64_t>());
+      }
+      if (torchAt < 0 && st[f]["module"].is_string() && st[f]["module"].get<std::string>().find("libtorch_cpu") != std::string::npos)
+        torchAt = static_cast<int>(f);
+    }
+    ASSERT_GE(scriptAt, 0) << i << "\n" << st.dump().substr(0, 1500);
+    EXPECT_GE(torchAt, 0) << i;
+    EXPECT_LT(torchAt, scriptAt) << i;
+  }
+  for (int64_t line : lines) EXPECT_TRUE(line == 23 || line == 24) << line;
+  EXPECT_EQ(lines.size(), 2u) << "the forward line and the backward line both hold a 64 MiB tensor at the peak";
+}
+
+// A return address in the evaluation loop's cold part (GCC's _PyEval_EvalFrameDefault.cold, no
+// dynamic symbol covers it; python_frames.cpp, findColdParts) is an evaluation frame like the
+// others: the stack keeps the native frames on both sides of the Python ones. Without that the
+// merge fell back to the Python frames alone (no _PyErr_Format inside, no Py_RunMain outside).
+TEST(PythonFrames, ErrorPathInTheEvaluationLoopsColdPartKeepsEveryFrame) {
+  if (!executable("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  Recorded rec = record("/usr/bin/python3", {script("error_path.py")});
+  ASSERT_EQ(rec.program.status, 0) << rec.program.err;
+  json report = reportJson(rec.db, {"--top", "50"});
+  const json& sites = report["leaks"]["sites"];
+  json s = siteWithFrames(sites, "error_path.py", {"call_with_star:16", "<module>:20"});
+  ASSERT_FALSE(s.is_null()) << describePy(sites, "error_path.py");
+  EXPECT_EQ(s["count"], 200);
+  EXPECT_EQ(s["bytes"], 200 * 713);  // sys.getsizeof of each message under Debian's 3.11
+  // In order: the message's allocation inside _PyErr_Format, the Python frames in place of the
+  // evaluation frame that called it from the cold part, then the interpreter's main outside.
+  auto indexOf = [&](std::string_view name) {
+    const json& st = s["stack"];
+    for (size_t i = 0; i < st.size(); ++i)
+      if (st[i].contains("function") && st[i]["function"].is_string() && st[i]["function"] == name)
+        return static_cast<int>(i);
+    return -1;
+  };
+  const std::string stack = s["stack"].dump().substr(0, 1500);
+  int format = indexOf("_PyErr_Format"), py = indexOf("call_with_star"), module = indexOf("<module>");
+  int main = indexOf("Py_RunMain");
+  ASSERT_GE(format, 0) << stack;
+  EXPECT_EQ(py, format + 1) << stack;
+  EXPECT_EQ(module, py + 1) << stack;
+  EXPECT_GT(main, module) << stack;
+  EXPECT_TRUE(stackHas(s["stack"], "PyUnicode_FromFormatV")) << stack;
 }
 
 // `python3 -m module` started by a shell, and a `#!` script: each a Python image of its own.
