@@ -226,7 +226,9 @@ TEST(LeakKindsVsValgrind, SamplesAndRealProgramsHaveTheSameLeakSummary) {
 // suppressions, one dropped pointer fails with its site named; --leak-kinds chooses.
 TEST(LeakKindsCheck, DefaultFailsOnLostBlocksOnly) {
   RunResult git = run({memledgerBinary(), "check", "--no-default-suppressions", "--", "git", "--version"});
-  if (run({"sh", "-c", "command -v git"}).status == 0) EXPECT_EQ(git.status, 0) << git.out << git.err;
+  if (run({"sh", "-c", "command -v git"}).status == 0) {
+    EXPECT_EQ(git.status, 0) << git.out << git.err;
+  }
   RunResult dropped = run({memledgerBinary(), "check", "--no-default-suppressions", "--", sample("leak_kinds"), "dropped"});
   EXPECT_EQ(dropped.status, 1) << dropped.out;
   EXPECT_NE(dropped.out.find("100 B in 1 blocks (malloc, definite"), std::string::npos) << dropped.out;
