@@ -100,6 +100,7 @@ struct OpenOptions {
 
 namespace detail {
 struct PythonSnapshot;  // analyzer/sql.h
+class ActivitySites;    // analyzer/site_activity.h
 }
 
 // A Recording may be used from several threads at once: its caches are locked and its SQLite
@@ -134,6 +135,9 @@ class Recording {
   // Python images' sites as of their interpreter's finalization (analyzer/python_leaks.cpp),
   // read once: every site question applies that leak rule.
   const detail::PythonSnapshot& pythonSnapshot() const;
+  // Every site with its space, leaks and peak, keyed as the per-site activity names them
+  // (analyzer/site_activity.h), made once: each range's peak, live set and chart needs it.
+  const detail::ActivitySites& activitySites() const;
 
  private:
   struct Impl;
@@ -510,6 +514,7 @@ Report report(const Recording& rec, const Filter& filter, QueryControl& control)
 Report reportFirstPart(const Recording& rec, const Filter& filter, QueryControl& control);
 void reportSecondPart(const Recording& rec, Report& report, QueryControl& control);
 std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control);
+Leaks leaks(const Recording& rec, const Filter& filter, QueryControl& control);
 std::vector<Phase> phases(const Recording& rec, const Filter& filter, QueryControl& control);
 std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id, QueryControl& control);
 

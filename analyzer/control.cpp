@@ -113,6 +113,9 @@ void reportSecondPart(const Recording& rec, Report& report, QueryControl& contro
 std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control) {
   return detail::controlled(control, [&] { return sites(rec, filter); });
 }
+Leaks leaks(const Recording& rec, const Filter& filter, QueryControl& control) {
+  return detail::controlled(control, [&] { return leaks(rec, filter); });
+}
 std::vector<Phase> phases(const Recording& rec, const Filter& filter, QueryControl& control) {
   return detail::controlled(control, [&] { return phases(rec, filter); });
 }

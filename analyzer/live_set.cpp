@@ -48,19 +48,24 @@ std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const deta
                                                 const std::map<std::string, int64_t>& cutoff,
                                                 const std::function<void(int64_t, const std::string&, int64_t)>& seen = {}) {
   std::vector<std::pair<int64_t, int64_t>> live(sites.all().size());  // (count, bytes)
-  std::vector<const int64_t*> cut(sites.all().size(), nullptr);
-  for (size_t i = 0; i < sites.all().size(); ++i) {
-    auto it = cutoff.find(sites.all()[i].space);
-    if (it != cutoff.end()) cut[i] = &it->second;
+  std::vector<const int64_t*> cutOfSpace(sites.spaces().size(), nullptr);
+  for (size_t k = 0; k < sites.spaces().size(); ++k) {
+    auto it = cutoff.find(sites.spaces()[k]);
+    if (it != cutoff.end()) cutOfSpace[k] = &it->second;
   }
-  detail::forEachActivity(rec, [&](int64_t image, int64_t t, const detail::SiteActivity& e) {
-    int32_t i = sites.find(image, e.stack_id, e.kind);
+  std::vector<const int64_t*> cut(sites.all().size(), nullptr);
+  for (size_t i = 0; i < sites.all().size(); ++i) cut[i] = cutOfSpace[size_t(sites.all()[i].space_id)];
+  // Without `seen`, buckets after the last cutoff are never looked at.
+  int64_t until = INT64_MIN;
+  for (const auto& [space, t] : cutoff) until = std::max(until, t);
+  if (seen || cutoff.empty()) until = INT64_MAX;
+  sites.replay(rec, [&](int64_t image, int64_t t, int32_t i, const detail::SiteActivity& e) {
     if (i < 0 || !cut[size_t(i)]) return;
     if (seen) seen(image, sites.all()[size_t(i)].space, t);
     if (t > *cut[size_t(i)]) return;
     live[size_t(i)].first += e.allocs - e.frees;
     live[size_t(i)].second += e.alloc_bytes - e.freed_bytes;
-  });
+  }, until);
   // An image that ended by the cutoff holds nothing any more (its leftovers stay its leaks).
   for (size_t i = 0; i < live.size(); ++i)
     if (cut[i] && sites.gone(sites.all()[i].image_id, *cut[i])) live[i] = {0, 0};
@@ -69,15 +74,20 @@ std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const deta
 
 void collect(const detail::ActivitySites& sites, const std::vector<std::pair<int64_t, int64_t>>& live,
              const std::map<std::string, int64_t>& cutoff, LiveSet& out) {
-  std::map<std::string, int64_t> sums;
+  std::vector<char> covered(sites.spaces().size(), 0);
+  for (size_t k = 0; k < sites.spaces().size(); ++k) covered[k] = cutoff.count(sites.spaces()[k]) ? 1 : 0;
+  std::vector<int64_t> bytes(sites.spaces().size(), 0);
   for (size_t i = 0; i < live.size(); ++i) {
     const detail::ActivitySite& s = sites.all()[i];
-    if (!cutoff.count(s.space)) continue;
-    sums[s.space] += live[i].second;
+    if (!covered[size_t(s.space_id)]) continue;
+    bytes[size_t(s.space_id)] += live[i].second;
     if (live[i].second == 0 && live[i].first == 0) continue;
     out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), s.space, live[i].first, live[i].second});
   }
-  for (SpaceLive& sp : out.spaces) sp.bytes = sums[sp.space];
+  for (SpaceLive& sp : out.spaces) {
+    auto k = std::lower_bound(sites.spaces().begin(), sites.spaces().end(), sp.space);
+    sp.bytes = k != sites.spaces().end() && *k == sp.space ? bytes[size_t(k - sites.spaces().begin())] : 0;
+  }
   std::sort(out.sites.begin(), out.sites.end(), [](const LiveSite& a, const LiveSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : std::tie(a.image_id, a.stack_id, a.kind) < std::tie(b.image_id, b.stack_id, b.kind);
   });
@@ -89,10 +99,10 @@ LiveSet liveAt(const Recording& rec, int64_t t) {
   LiveSet out;
   out.at_ns = t;
   if (!checkAvailable(rec, out)) return out;
-  detail::ActivitySites sites(rec);
+  const detail::ActivitySites& sites = rec.activitySites();
   // The buckets that began before t (one beginning at t holds only what came at or after it).
   std::map<std::string, int64_t> cutoff;
-  for (const detail::ActivitySite& s : sites.all()) cutoff[s.space] = t - 1;
+  for (const std::string& space : sites.spaces()) cutoff[space] = t - 1;
   // Per image and space: the last bucket starting before t and the first after it; a bucket
   // under way at t makes the answer that of its end.
   struct Around {
@@ -145,9 +155,9 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
     read = memorySeries(rec);
     given = &read;
   }
-  detail::ActivitySites sites(rec);
+  const detail::ActivitySites& sites = rec.activitySites();
   std::map<std::string, bool> hasSites;
-  for (const detail::ActivitySite& s : sites.all()) hasSites[s.space] = true;
+  for (const std::string& space : sites.spaces()) hasSites[space] = true;
   std::map<std::string, int64_t> cutoff;
   std::map<std::string, bool> wholeRun;
   for (const NamedSeries& ns : *given) {
@@ -215,8 +225,10 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
   }
   // Spaces at their whole-run peak: the recorder's live set then (each site's amount at its
   // image's peak of the account, as the trees' whole-run peak).
+  std::vector<char> atWholeRun(sites.spaces().size(), 0);
+  for (size_t k = 0; k < sites.spaces().size(); ++k) atWholeRun[k] = wholeRun.count(sites.spaces()[k]) ? 1 : 0;
   for (size_t i = 0; i < sites.all().size(); ++i)
-    if (wholeRun.count(sites.all()[i].space)) live[i] = {sites.all()[i].peak_count, sites.all()[i].peak_bytes};
+    if (atWholeRun[size_t(sites.all()[i].space_id)]) live[i] = {sites.all()[i].peak_count, sites.all()[i].peak_bytes};
   for (const auto& [space, yes] : wholeRun) cutoff[space] = 0;
   collect(sites, live, cutoff, out);
   std::sort(out.spaces.begin(), out.spaces.end(), [](const SpaceLive& a, const SpaceLive& b) { return a.space < b.space; });
@@ -230,15 +242,41 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
 
 void applyLiveSet(std::vector<SiteCost>& costs, const LiveSet& live) {
   if (!live.available) return;
-  std::map<std::tuple<int64_t, int64_t, std::string>, const LiveSite*> bySite;
-  for (const LiveSite& s : live.sites) bySite[{s.image_id, s.stack_id, s.kind}] = &s;
+  // Hashed (a range of torch_mlp: 500k costs, 100k live sites); the sites not in `costs` are
+  // appended in (image, stack, kind) order, as before.
+  struct Key {
+    int64_t image, stack;
+    const std::string* kind;
+    bool operator==(const Key& o) const { return image == o.image && stack == o.stack && *kind == *o.kind; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.stack) * 1000003u ^ std::hash<int64_t>()(k.image) * 31u ^ std::hash<std::string>()(*k.kind);
+    }
+  };
+  std::unordered_map<Key, const LiveSite*, KeyHash> bySite;
+  bySite.reserve(live.sites.size());
+  for (const LiveSite& s : live.sites) bySite[{s.image_id, s.stack_id, &s.kind}] = &s;
+  std::vector<const std::string*> spaces;  // the spaces the set covers
+  for (const SpaceLive& sp : live.spaces) spaces.push_back(&sp.space);
+  auto covered = [&](const std::string& space) {
+    for (const std::string* s : spaces)
+      if (*s == space) return true;
+    return false;
+  };
   for (SiteCost& c : costs) {
-    if (!live.space(c.space)) continue;
-    auto it = bySite.find({c.image_id, c.stack_id, c.kind});
+    if (!covered(c.space)) continue;
+    auto it = bySite.find({c.image_id, c.stack_id, &c.kind});
     c.cost.peak = it == bySite.end() ? 0 : it->second->bytes;
     if (it != bySite.end()) bySite.erase(it);
   }
-  for (const auto& [key, s] : bySite) {
+  std::vector<const LiveSite*> rest;
+  rest.reserve(bySite.size());
+  for (const auto& [key, s] : bySite) rest.push_back(s);
+  std::sort(rest.begin(), rest.end(), [](const LiveSite* a, const LiveSite* b) {
+    return std::tie(a->image_id, a->stack_id, a->kind) < std::tie(b->image_id, b->stack_id, b->kind);
+  });
+  for (const LiveSite* s : rest) {
     SiteCost c;
     c.image_id = s->image_id;
     c.stack_id = s->stack_id;

@@ -5,16 +5,24 @@
 // The recorder writes the live set per site and allocation-time bucket at that instant
 // (python_finalize_sites): both answers are exact, a time filter's to the bucket.
 #include <algorithm>
-#include <set>
+#include <map>
+#include <unordered_set>
 #include <string>
 #include <utility>
 
 #include "analyzer.h"
 #include "sql.h"
+#include "schemas/kinds.h"
 
 namespace memledger::analyzer::detail {
 
 namespace {
+
+// A site of one image: its stack id and kind (a kind name of schemas/kinds.h, or "").
+uint64_t siteKey(int64_t stack, const char* kind) {
+  const kinds::KindInfo* k = kinds::byName(kind);
+  return (static_cast<uint64_t>(stack) << 8) | (k ? k->code : 255);
+}
 
 bool hasFinalizeSites(const Recording& rec) {
   if (rec.info().schema_version < 6) return false;
@@ -30,11 +38,11 @@ bool hasAllocationTimes(const Recording& rec) {
 
 }  // namespace
 
-std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) {
+std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, std::vector<int64_t>* images) {
   if (!hasFinalizeSites(rec)) return {};
   const bool byTime = filter.t_from_ns || filter.t_to_ns;
-  std::string images = imageCondition(rec, filter, "f.image_id");
-  Statement finals(rec, ("SELECT f.image_id FROM python_finalize f WHERE 1" + images).c_str());
+  std::string imageCond = imageCondition(rec, filter, "f.image_id");
+  Statement finals(rec, ("SELECT f.image_id FROM python_finalize f WHERE 1" + imageCond).c_str());
   std::vector<int64_t> python;
   while (finals.step()) python.push_back(finals.i64(0));
   if (python.empty()) return {};
@@ -44,63 +52,98 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out) 
     out.python_exit_rule_processes = static_cast<int64_t>(python.size());
     return {};
   }
+  std::vector<int64_t> sorted = python;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  auto slot = [&](int64_t image) {
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), image);
+    return it != sorted.end() && *it == image ? size_t(it - sorted.begin()) : SIZE_MAX;
+  };
+  // One pass over the sites for every Python image: the sites of which some blocks outlived
+  // finalization (few: leaky.py 24 blocks, torch 46k) and, without a time filter, what
+  // finalization left per kind (each site's blocks live at exit).
+  std::vector<std::unordered_set<uint64_t>> leftAtExit(sorted.size());
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> leftByKind(sorted.size());
+  forEachSite(rec, [&](const SiteEntry& e) {
+    const size_t i = slot(e.image_id);
+    if (i == SIZE_MAX) return;
+    const char* kind = siteKindName(e.kind);
+    if (e.leak_count > 0) leftAtExit[i].insert(siteKey(e.stack_id, kind));
+    if (byTime || (filter.kind && *filter.kind != kind)) return;
+    auto& left = leftByKind[i][kind];
+    left.first += e.leak_count;
+    left.second += e.leak_bytes;
+  });
   const int64_t from = filter.t_from_ns.value_or(INT64_MIN), to = filter.t_to_ns.value_or(INT64_MAX);
   const int64_t width = rec.info().bucket_ns > 0 ? rec.info().bucket_ns : 1;
   if (byTime) out.python_bucket_ns = width;
   // A bucket counts when it overlaps the range: t_ns <= to and t_ns + width > from.
   std::string timeCond = byTime ? " AND t_ns <= ? AND t_ns > ?" : "";
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
+  const PythonSnapshot* snapshot = byTime ? nullptr : &rec.pythonSnapshot();  // summed over buckets once
   std::string skip;
   for (int64_t image : python) {
     skip += (skip.empty() ? "" : ",") + std::to_string(image);
     ++out.python_processes;
-    // The sites of which some blocks outlived finalization (few: leaky.py 24 blocks, torch 46k).
-    std::set<std::pair<int64_t, std::string>> leftAtExit;
-    {
-      Statement e(rec, "SELECT stack_id, kind FROM sites WHERE image_id = ? AND leak_count > 0");
-      e.bind(1, image);
-      while (e.step()) leftAtExit.insert({e.i64(0), e.text(1)});
-    }
-    Statement q(rec, ("SELECT stack_id, kind, sum(count), sum(bytes) FROM python_finalize_sites WHERE image_id = ?" +
-                      timeCond + kindCond + " GROUP BY stack_id, kind").c_str());
-    int arg = 1;
-    q.bind(arg++, image);
-    if (byTime) {
+    const size_t at = slot(image);
+    // The blocks live at finalization per site (summed over buckets), in (stack, kind) order.
+    struct Live {
+      int64_t stack;
+      std::string kind;
+      int64_t count, bytes;
+    };
+    std::vector<Live> live;
+    if (snapshot) {
+      for (const auto& [key, amount] : snapshot->sites)
+        if (key.image == image && (!filter.kind || *filter.kind == key.kind))
+          live.push_back({key.stack, key.kind, amount.first, amount.second});
+    } else {
+      Statement q(rec, ("SELECT stack_id, kind, count, bytes FROM python_finalize_sites WHERE image_id = ?" +
+                        timeCond + kindCond).c_str());
+      int arg = 1;
+      q.bind(arg++, image);
       q.bind(arg++, to);
       q.bind(arg++, from > INT64_MIN + width ? from - width : INT64_MIN);
+      if (filter.kind) q.bind(arg++, *filter.kind);
+      while (q.step()) live.push_back({q.i64(0), q.text(1), q.i64(2), q.i64(3)});
     }
-    if (filter.kind) q.bind(arg++, *filter.kind);
-    while (q.step()) {
+    std::sort(live.begin(), live.end(),
+              [](const Live& a, const Live& b) { return a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind; });
+    for (size_t k = 0; k < live.size();) {
       SiteAmount s;
-      s.stack_id = q.i64(0);
-      s.kind = q.text(1);
+      s.stack_id = live[k].stack;
+      s.kind = live[k].kind;
       s.image_id = image;
       s.pid = rec.pidOf(image);
-      s.count = q.i64(2);
-      s.bytes = q.i64(3);
-      s.python_owned = !leftAtExit.count({s.stack_id, s.kind});
+      for (; k < live.size() && live[k].stack == s.stack_id && live[k].kind == s.kind; ++k) {
+        s.count += live[k].count;
+        s.bytes += live[k].bytes;
+      }
+      s.python_owned = !leftAtExit[at].count(siteKey(s.stack_id, s.kind.c_str()));
       out.sites.push_back(std::move(s));
     }
     // What finalization left: the blocks live at exit (with a time filter, those allocated in
     // the range: each has its row), per kind: pool blocks inside memory counted elsewhere
     // (pyobject) are not added (sites.cpp).
-    Statement l(rec, byTime ? ("SELECT kind, count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? "
-                               "AND t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" + kindCond + " GROUP BY kind").c_str()
-                            : ("SELECT kind, coalesce(sum(leak_count), 0), coalesce(sum(leak_bytes), 0) FROM sites "
-                               "WHERE image_id = ?" + kindCond + " GROUP BY kind").c_str());
-    arg = 1;
+    auto addLeft = [&](const std::string& kind, int64_t count, int64_t bytes) {
+      if (insideCountedMemory(kind)) return;
+      out.finalization_left_count += count;
+      out.finalization_left_bytes += bytes;
+    };
+    if (!byTime) {
+      for (const auto& [kind, left] : leftByKind[at]) addLeft(kind, left.first, left.second);
+      continue;
+    }
+    Statement l(rec, ("SELECT kind, count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? "
+                      "AND t_free IS NULL AND t_alloc >= ? AND t_alloc <= ?" + kindCond + " GROUP BY kind").c_str());
+    int arg = 1;
     l.bind(arg++, image);
-    if (byTime) {
-      l.bind(arg++, from);
-      l.bind(arg++, to);
-    }
+    l.bind(arg++, from);
+    l.bind(arg++, to);
     if (filter.kind) l.bind(arg++, *filter.kind);
-    while (l.step()) {
-      if (insideCountedMemory(l.text(0))) continue;
-      out.finalization_left_count += l.i64(1);
-      out.finalization_left_bytes += l.i64(2);
-    }
+    while (l.step()) addLeft(l.text(0), l.i64(1), l.i64(2));
   }
+  if (images) *images = std::move(sorted);
   return " AND image_id NOT IN (" + skip + ")";
 }
 

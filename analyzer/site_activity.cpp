@@ -1,33 +1,134 @@
 #include "analyzer/site_activity.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "analyzer/control.h"
+#include "schemas/kinds.h"
 
 namespace memledger::analyzer::detail {
 
+namespace {
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first) * 1000003u ^ std::hash<int64_t>()(p.second);
+  }
+};
+}  // namespace
+
 ActivitySites::ActivitySites(const Recording& rec) {
-  for (const Site& s : siteRows(rec, {})) {
-    const kinds::KindInfo* k = kinds::byName(s.kind);
-    if (!k) continue;
-    ActivitySite a;
-    a.image_id = s.image_id;
-    a.stack_id = s.stack_id;
+  // The sites as siteRows() lists them (alloc_bytes descending, then stack id and kind), decoded
+  // straight from the totals: no Site with its strings per site, and Python images' leaks by
+  // the finalization rule (analyzer/python_leaks.cpp).
+  std::unordered_map<std::pair<int64_t, int64_t>, std::string, PairHash> names;  // (image, account) -> space
+  for (const SpacePeak& sp : spacePeaks(rec)) names[{sp.image_id, sp.account}] = sp.name;  // the last, as siteRows()
+  const PythonSnapshot& py = rec.pythonSnapshot();
+  struct Row {
+    int64_t alloc_bytes;
+    ActivitySite site;
+  };
+  std::vector<Row> rows;
+  forEachSite(rec, [&](const SiteEntry& e) {
+    const kinds::KindInfo* k = kinds::info(e.kind);
+    if (!k) return;
+    Row r{e.alloc_bytes, {}};
+    ActivitySite& a = r.site;
+    a.image_id = e.image_id;
+    a.stack_id = e.stack_id;
     a.kind = k->code;
-    a.space = s.space;
-    a.leak_count = s.leak_count;
-    a.leak_bytes = s.leak_bytes;
-    a.peak_count = s.peak_count;
-    a.peak_bytes = s.peak_bytes;
+    auto name = names.find({e.image_id, int64_t(e.account)});
+    a.space = name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap");
+    a.leak_count = e.leak_count;
+    a.leak_bytes = e.leak_bytes;
+    if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
+      auto it = py.sites.find(PythonSnapshot::Key{e.image_id, e.stack_id, k->name});
+      a.leak_count = it == py.sites.end() ? 0 : it->second.first;
+      a.leak_bytes = it == py.sites.end() ? 0 : it->second.second;
+    }
+    a.peak_count = e.peak_count;
+    a.peak_bytes = e.peak_bytes;
+    rows.push_back(std::move(r));
+  });
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.alloc_bytes != b.alloc_bytes) return a.alloc_bytes > b.alloc_bytes;
+    if (a.site.stack_id != b.site.stack_id) return a.site.stack_id < b.site.stack_id;
+    return std::string_view(siteKindName(a.site.kind)) < std::string_view(siteKindName(b.site.kind));
+  });
+  sites_.reserve(rows.size());
+  index_.reserve(rows.size());
+  for (Row& r : rows) {
+    ActivitySite& a = r.site;
     // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
     // apart; the first keeps them.
     if (index_.try_emplace({a.image_id, a.stack_id, a.kind}, int32_t(sites_.size())).second) sites_.push_back(std::move(a));
   }
+  for (const ActivitySite& a : sites_)
+    if (std::find(spaces_.begin(), spaces_.end(), a.space) == spaces_.end()) spaces_.push_back(a.space);
+  std::sort(spaces_.begin(), spaces_.end());
+  for (ActivitySite& a : sites_)
+    a.space_id = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), a.space) - spaces_.begin());
+  kept_ = true;
+  const bool any = forEachActivity(rec, [&](int64_t image, int64_t t, const SiteActivity& e) {
+    if (!kept_) return;
+    constexpr int64_t kMax = UINT32_MAX;
+    if (e.allocs < 0 || e.allocs > kMax || e.frees < 0 || e.frees > kMax || e.temps < 0 || e.temps > kMax) {
+      kept_ = false;
+      return;
+    }
+    if (buckets_.empty() || buckets_.back().image != image || buckets_.back().t != t) buckets_.push_back({image, t, 0});
+    steps_.push_back({find(image, e.stack_id, e.kind), uint32_t(e.allocs), uint32_t(e.frees), uint32_t(e.temps),
+                      e.alloc_bytes, e.freed_bytes});
+    buckets_.back().end = steps_.size();
+  });
+  kept_ = kept_ && any;
+  if (!kept_) {
+    buckets_ = {};
+    steps_ = {};
+  }
+  buckets_.shrink_to_fit();
+  steps_.shrink_to_fit();
   Statement q(rec, "SELECT id, end_ns FROM processes WHERE end_ns IS NOT NULL");
   while (q.step()) {
     ends_[q.i64(0)] = q.i64(1);
     lastEnd_ = std::max(lastEnd_, q.i64(1));
   }
+}
+
+bool ActivitySites::replay(const Recording& rec,
+                           const std::function<void(int64_t, int64_t, int32_t, const SiteActivity&)>& f,
+                           int64_t until) const {
+  if (!kept_) {
+    return forEachActivity(rec, [&](int64_t image, int64_t t, const SiteActivity& e) {
+      if (t <= until) f(image, t, find(image, e.stack_id, e.kind), e);
+    });
+  }
+  size_t at = 0;
+  SiteActivity e;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
+    if ((b & 63) == 0) throwIfCancelled();
+    if (bucket.t > until) {
+      at = bucket.end;
+      continue;
+    }
+    for (; at < bucket.end; ++at) {
+      const Step& s = steps_[at];
+      if (s.site >= 0) {
+        e.stack_id = sites_[size_t(s.site)].stack_id;
+        e.kind = sites_[size_t(s.site)].kind;
+      } else {
+        e.stack_id = 0;
+        e.kind = 0;
+      }
+      e.allocs = s.allocs;
+      e.alloc_bytes = s.alloc_bytes;
+      e.frees = s.frees;
+      e.freed_bytes = s.freed_bytes;
+      e.temps = s.temps;
+      f(bucket.image, bucket.t, s.site, e);
+    }
+  }
+  return true;
 }
 
 bool forEachActivity(const Recording& rec, const std::function<void(int64_t, int64_t, const SiteActivity&)>& f) {

@@ -77,7 +77,7 @@ struct Replay {
 Replay replay(const Recording& rec, const ChartRequest& req, const Grid& grid, Groups& groups, int sign,
               std::vector<Delta>& deltas) {
   Replay out;
-  detail::ActivitySites sites(rec);
+  const detail::ActivitySites& sites = rec.activitySites();
   // Each site's group (-1: not of the space asked for).
   std::vector<int32_t> groupOf(sites.all().size(), -1);
   std::vector<const Frame*> frames;
@@ -114,13 +114,12 @@ Replay replay(const Recording& rec, const ChartRequest& req, const Grid& grid, G
     l = deltas.size();
     deltas.push_back({point, g, v});
   };
-  out.activity = detail::forEachActivity(rec, [&](int64_t image, int64_t t, const detail::SiteActivity& e) {
+  out.activity = sites.replay(rec, [&](int64_t, int64_t t, int32_t i, const detail::SiteActivity& e) {
     if (t >= grid.to) return;
-    int32_t i = sites.find(image, e.stack_id, e.kind);
     if (i < 0 || groupOf[size_t(i)] < 0) return;
     add(grid.pointOf(t), groupOf[size_t(i)],
         {sign * (e.alloc_bytes - e.freed_bytes), sign * e.allocs, sign * e.alloc_bytes, sign * e.temps});
-  });
+  }, grid.to - 1);
   // A process that ended holds nothing after its end (as the memory curve sums the processes).
   for (size_t i = 0; i < sites.all().size(); ++i) {
     const detail::ActivitySite& s = sites.all()[i];

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 #include <string_view>
@@ -64,6 +65,18 @@ struct Cursor {
   int version = 4;
 };
 
+// One packed entry: the stack id's gap, the kind, the account (version 5; before, 1 for mmap and
+// 0 for the rest, the heap), the counters. False when the entry is cut (damage ends its row).
+bool decodeEntry(const unsigned char*& p, const unsigned char* end, int version, uint64_t& gap, uint64_t& kind,
+                 uint64_t& account, uint64_t* counters) {
+  if (!packed::readVarint(p, end, &gap) || !packed::readVarint(p, end, &kind)) return false;
+  account = kind == static_cast<uint64_t>(kinds::Kind::Mmap) ? 1 : 0;
+  if (version >= 5 && !packed::readVarint(p, end, &account)) return false;
+  for (int i = 0; i < kCounters; ++i)
+    if (!packed::readVarint(p, end, &counters[i])) return false;
+  return true;
+}
+
 sqlite3_int64 intColumn(const Cursor* c, int column) {
   if (column == 0) return c->stack;
   if (column == 2) return c->image;
@@ -105,13 +118,8 @@ int advance(Cursor* c) {
   for (;;) {
     if (c->p && c->p < c->end) {
       const unsigned char* p = c->p;
-      uint64_t gap, kind;
-      bool whole = packed::readVarint(p, c->end, &gap) && packed::readVarint(p, c->end, &kind);
-      // Version 4 has no account: mmap sites counted in account 1, the rest in the heap (0).
-      uint64_t account = kind == static_cast<uint64_t>(kinds::Kind::Mmap) ? 1 : 0;
-      if (whole && c->version >= 5) whole = packed::readVarint(p, c->end, &account);
-      for (int i = 0; whole && i < kCounters; ++i) whole = packed::readVarint(p, c->end, &c->counters[i]);
-      if (whole) {
+      uint64_t gap, kind, account;
+      if (decodeEntry(p, c->end, c->version, gap, kind, account, c->counters)) {
         c->p = p;
         // Unsigned: a damaged gap wraps, it never traps.
         c->stack = static_cast<int64_t>(static_cast<uint64_t>(c->stack) + static_cast<uint64_t>(packed::unzigzag(gap)));
@@ -282,6 +290,49 @@ sqlite3_module makeModule() {
 const sqlite3_module kModule = makeModule();
 
 }  // namespace
+
+void forEachSite(const Recording& rec, const std::function<void(const SiteEntry&)>& f) {
+  const int version = rec.info().schema_version;
+  SiteEntry e;
+  int64_t* fields[kCounters] = {
+#define MEMLEDGER_FIELD_ADDRESS(name) &e.name,
+      MEMLEDGER_SITE_COUNTERS(MEMLEDGER_FIELD_ADDRESS)
+#undef MEMLEDGER_FIELD_ADDRESS
+  };
+  if (version < 4) {  // a real `sites` table without accounts
+#define MEMLEDGER_COUNTER_COLUMN(name) ", " #name
+    Statement q(rec, "SELECT stack_id, kind, image_id" MEMLEDGER_SITE_COUNTERS(MEMLEDGER_COUNTER_COLUMN) " FROM sites");
+#undef MEMLEDGER_COUNTER_COLUMN
+    while (q.step()) {
+      e.stack_id = q.i64(0);
+      const kinds::KindInfo* k = kinds::byName(q.text(1));
+      e.kind = k ? k->code : 255;
+      e.image_id = q.i64(2);
+      e.account = e.kind == static_cast<uint64_t>(kinds::Kind::Mmap) ? 1 : 0;
+      for (int i = 0; i < kCounters; ++i) *fields[i] = q.i64(3 + i);
+      f(e);
+    }
+    return;
+  }
+  Statement q(rec, "SELECT image_id, sites FROM site_totals ORDER BY id");
+  uint64_t counters[kCounters];
+  while (q.step()) {  // checks for a cancel
+    e.image_id = q.i64(0);
+    const auto* p = static_cast<const unsigned char*>(q.blob(1));
+    const unsigned char* end = p ? p + q.bytes(1) : nullptr;
+    uint64_t stack = 0;
+    while (p && p < end) {
+      uint64_t gap, kind, account;
+      if (!decodeEntry(p, end, version, gap, kind, account, counters)) break;
+      stack += static_cast<uint64_t>(packed::unzigzag(gap));  // unsigned: a damaged gap wraps
+      e.stack_id = static_cast<int64_t>(stack);
+      e.kind = kind;
+      e.account = account;
+      for (int i = 0; i < kCounters; ++i) *fields[i] = static_cast<int64_t>(counters[i]);
+      f(e);
+    }
+  }
+}
 
 bool registerSitesTable(sqlite3* db, int schemaVersion) {
   return sqlite3_create_module_v2(db, "sites", &kModule, reinterpret_cast<void*>(intptr_t{schemaVersion}),

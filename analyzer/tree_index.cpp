@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <map>
 #include <stdexcept>
 #include <tuple>
 
 #include "analyzer/control.h"
+#include "analyzer/site_activity.h"
 #include "analyzer/sql.h"
 #include "schemas/kinds.h"
 
@@ -250,24 +250,24 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
   };
   {
     detail::Stage activity(0, 0.9);
-    if (version >= 3) {
-      detail::Statement q(rec, "SELECT buckets FROM site_buckets");
-      while (q.step()) {
-        detail::forEachSiteBucket(q.blob(0), q.bytes(0), [&](int64_t t, const void* entries, int bytes) {
-          if (t < a || t > b) return;
-          detail::forEachSiteActivity(entries, bytes, version, [&](const detail::SiteActivity& e) {
-            add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, e.temps);
-          });
-        });
-      }
-    } else if (version >= 2) {
-      detail::Statement q(rec, "SELECT sites FROM site_timeline WHERE t_ns >= ? AND t_ns <= ?");
-      q.bind(1, a);
-      q.bind(2, b);
-      while (q.step())
-        detail::forEachSiteActivity(q.blob(0), q.bytes(0), version, [&](const detail::SiteActivity& e) {
-          add(e.stack_id, detail::siteKindName(e.kind)[0] ? e.kind : kUnknownKind, e.allocs, e.alloc_bytes, 0);
-        });
+    if (version >= 2) {
+      // The activity kept in memory with the recording's sites (analyzer/site_activity.h).
+      const detail::ActivitySites& act = rec.activitySites();
+      std::call_once(activity_once_, [&] {
+        activity_slot_.assign(act.all().size(), -1);
+        for (size_t i = 0; i < act.all().size(); ++i) {
+          auto it = slot_.find(slotKey(act.all()[i].stack_id, act.all()[i].kind));
+          if (it != slot_.end()) activity_slot_[i] = it->second;
+        }
+      });
+      act.replay(rec, [&](int64_t, int64_t t, int32_t i, const detail::SiteActivity& e) {
+        if (t < a || i < 0) return;
+        const int32_t k = activity_slot_[size_t(i)];
+        if (k < 0) return;
+        out[size_t(k)].count += e.allocs;
+        out[size_t(k)].allocated += e.alloc_bytes;
+        if (rangedTemporaries) out[size_t(k)].temporary += e.temps;
+      }, b);
     } else {
       detail::Statement q(rec, "SELECT stack_id, kind, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND "
                                "t_alloc <= ? GROUP BY stack_id, kind");
@@ -312,11 +312,12 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
     return a.stack_id == b.stack_id && a.image_id == b.image_id && a.kind == b.kind;
   };
   // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
-  // appends those it adds) is looked up.
-  std::optional<std::map<std::tuple<int64_t, int64_t, std::string>, size_t>> bySite;
+  // appends those it adds) is looked up among the sites sorted by key (made once; of sites with
+  // the same key, the last).
   size_t at = 0;
+  bool inOrder = true;
   for (const SiteCost& c : sites) {
-    if (!bySite) {
+    if (inOrder) {
       const size_t from = at;
       while (at < sites_.size() && !same(sites_[at], c)) ++at;
       if (at < sites_.size()) {
@@ -324,12 +325,24 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
         continue;
       }
       at = from;
-      bySite.emplace();  // from the first site out of order on, every one is looked up
-      for (size_t i = 0; i < sites_.size(); ++i) (*bySite)[{sites_[i].image_id, sites_[i].stack_id, sites_[i].kind}] = i;
+      inOrder = false;  // from the first site out of order on, every one is looked up
+      std::call_once(by_key_once_, [this] {
+        by_key_.resize(sites_.size());
+        for (size_t i = 0; i < sites_.size(); ++i)
+          by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, kindCode(sites_[i].kind), int32_t(i)};
+        std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
+          return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
+        });
+      });
     }
-    auto it = bySite->find({c.image_id, c.stack_id, c.kind});
-    if (it == bySite->end()) return std::nullopt;
-    out[it->second] += c.cost;
+    const SiteKey key{c.image_id, c.stack_id, kindCode(c.kind), INT32_MAX};
+    auto it = std::upper_bound(by_key_.begin(), by_key_.end(), key, [](const SiteKey& a, const SiteKey& b) {
+      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
+    });
+    if (it == by_key_.begin() || std::prev(it)->image != c.image_id || std::prev(it)->stack != c.stack_id ||
+        sites_[size_t(std::prev(it)->site)].kind != c.kind)
+      return std::nullopt;
+    out[size_t(std::prev(it)->site)] += c.cost;
   }
   return out;
 }

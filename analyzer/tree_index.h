@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -101,6 +102,18 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   std::vector<std::pair<int32_t, int32_t>> edges_;  // edge id -> (caller, callee) symbol ids
   // (stack id, kind code) -> site, for the per-site activity (the last site of a key, as siteCosts()).
   std::unordered_map<uint64_t, int32_t> slot_;
+  // The site of each of the recording's activity sites (Recording::activitySites()), made at the
+  // first range: a range then adds the kept activity with no lookup per entry.
+  // The sites by (image, stack, kind code), for costsOf(); made when first needed.
+  struct SiteKey {
+    int64_t image, stack;
+    uint64_t kind;
+    int32_t site;
+  };
+  mutable std::once_flag by_key_once_;
+  mutable std::vector<SiteKey> by_key_;
+  mutable std::once_flag activity_once_;
+  mutable std::vector<int32_t> activity_slot_;
 };
 
 }  // namespace memledger::analyzer
