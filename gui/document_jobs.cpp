@@ -1,5 +1,6 @@
 #include "gui/document_jobs.h"
 
+#include <future>
 #include <set>
 
 #include "analyzer/tree_diff.h"
@@ -74,6 +75,20 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     index = q.index.get();
     r->index = index;
   }
+  // A range's leaks (its leaked blocks' rows, and the Python rule's snapshot) on a thread of
+  // their own, beside the costs, live set and trees; cancelled with the request.
+  an::Filter f;
+  f.t_from_ns = q.from;
+  f.t_to_ns = q.to;
+  f.top = kListedSites;
+  auto leakControl = std::make_shared<an::QueryControl>();
+  std::future<an::Leaks> rangeLeaks;
+  if (q.from || q.to)
+    rangeLeaks = std::async(std::launch::async, [&rec, f, leakControl] { return an::leaks(rec, f, *leakControl); });
+  struct CancelOnExit {  // before the future waits for it: a request that fails or is cancelled stops it
+    std::shared_ptr<an::QueryControl> control;
+    ~CancelOnExit() { control->cancel(); }
+  } cancelLeaks{leakControl};
   r->costs = costsOf(shown, q, r->live, control, index.get());
   if (control.cancelled) throw an::Cancelled();
   std::vector<an::SiteCost> costsB;
@@ -119,11 +134,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   }
   r->top_down.t_from_ns = r->bottom_up.t_from_ns = q.from;
   r->top_down.t_to_ns = r->bottom_up.t_to_ns = q.to;
-  an::Filter f;
-  f.t_from_ns = q.from;
-  f.t_to_ns = q.to;
-  f.top = kListedSites;
-  r->leaks = q.from || q.to ? an::leaks(rec, f) : shown.report.leaks;
+  r->leaks = rangeLeaks.valid() ? rangeLeaks.get() : shown.report.leaks;
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
   r->sizes = an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
