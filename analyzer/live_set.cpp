@@ -72,8 +72,8 @@ std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const deta
   return live;
 }
 
-void collect(const detail::ActivitySites& sites, const std::vector<std::pair<int64_t, int64_t>>& live,
-             const std::map<std::string, int64_t>& cutoff, LiveSet& out) {
+void collect(const detail::ActivitySites& sites, std::vector<std::pair<int64_t, int64_t>>& live,
+             const std::map<std::string, int64_t>& cutoff, LiveSet& out, bool bySite) {
   std::vector<char> covered(sites.spaces().size(), 0);
   for (size_t k = 0; k < sites.spaces().size(); ++k) covered[k] = cutoff.count(sites.spaces()[k]) ? 1 : 0;
   std::vector<int64_t> bytes(sites.spaces().size(), 0);
@@ -81,12 +81,18 @@ void collect(const detail::ActivitySites& sites, const std::vector<std::pair<int
     const detail::ActivitySite& s = sites.all()[i];
     if (!covered[size_t(s.space_id)]) continue;
     bytes[size_t(s.space_id)] += live[i].second;
-    if (live[i].second == 0 && live[i].first == 0) continue;
+    if (bySite || (live[i].second == 0 && live[i].first == 0)) continue;
     out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), s.space, live[i].first, live[i].second});
   }
   for (SpaceLive& sp : out.spaces) {
     auto k = std::lower_bound(sites.spaces().begin(), sites.spaces().end(), sp.space);
     sp.bytes = k != sites.spaces().end() && *k == sp.space ? bytes[size_t(k - sites.spaces().begin())] : 0;
+  }
+  if (bySite) {
+    for (size_t i = 0; i < live.size(); ++i)
+      if (!covered[size_t(sites.all()[i].space_id)]) live[i] = {0, 0};
+    out.by_site = std::move(live);
+    return;
   }
   std::sort(out.sites.begin(), out.sites.end(), [](const LiveSite& a, const LiveSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : std::tie(a.image_id, a.stack_id, a.kind) < std::tie(b.image_id, b.stack_id, b.kind);
@@ -95,7 +101,7 @@ void collect(const detail::ActivitySites& sites, const std::vector<std::pair<int
 
 }  // namespace
 
-LiveSet liveAt(const Recording& rec, int64_t t) {
+LiveSet liveAt(const Recording& rec, int64_t t, bool bySite) {
   LiveSet out;
   out.at_ns = t;
   if (!checkAvailable(rec, out)) return out;
@@ -131,7 +137,7 @@ LiveSet liveAt(const Recording& rec, int64_t t) {
         sp.at_ns = std::max(sp.at_ns, end);
       }
   }
-  collect(sites, live, cutoff, out);
+  collect(sites, live, cutoff, out, bySite);
   for (SpaceLive& sp : out.spaces) {
     sp.peak_bytes = sp.bytes;
     sp.peak_ns = sp.at_ns;
@@ -140,11 +146,11 @@ LiveSet liveAt(const Recording& rec, int64_t t) {
   return out;
 }
 
-LiveSet liveAt(const Recording& rec, int64_t t, QueryControl& control) {
-  return detail::controlled(control, [&] { return liveAt(rec, t); });
+LiveSet liveAt(const Recording& rec, int64_t t, QueryControl& control, bool bySite) {
+  return detail::controlled(control, [&] { return liveAt(rec, t, bySite); });
 }
 
-LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vector<NamedSeries>* given) {
+LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vector<NamedSeries>* given, bool bySite) {
   LiveSet out;
   out.from_ns = from;
   out.to_ns = to;
@@ -230,14 +236,14 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
   for (size_t i = 0; i < sites.all().size(); ++i)
     if (atWholeRun[size_t(sites.all()[i].space_id)]) live[i] = {sites.all()[i].peak_count, sites.all()[i].peak_bytes};
   for (const auto& [space, yes] : wholeRun) cutoff[space] = 0;
-  collect(sites, live, cutoff, out);
+  collect(sites, live, cutoff, out, bySite);
   std::sort(out.spaces.begin(), out.spaces.end(), [](const SpaceLive& a, const SpaceLive& b) { return a.space < b.space; });
   return out;
 }
 
 LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vector<NamedSeries>* series,
-                  QueryControl& control) {
-  return detail::controlled(control, [&] { return rangePeak(rec, from, to, series); });
+                  QueryControl& control, bool bySite) {
+  return detail::controlled(control, [&] { return rangePeak(rec, from, to, series, bySite); });
 }
 
 void applyLiveSet(std::vector<SiteCost>& costs, const LiveSet& live) {

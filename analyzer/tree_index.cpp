@@ -253,13 +253,7 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
     if (version >= 2) {
       // The activity kept in memory with the recording's sites (analyzer/site_activity.h).
       const detail::ActivitySites& act = rec.activitySites();
-      std::call_once(activity_once_, [&] {
-        activity_slot_.assign(act.all().size(), -1);
-        for (size_t i = 0; i < act.all().size(); ++i) {
-          auto it = slot_.find(slotKey(act.all()[i].stack_id, act.all()[i].kind));
-          if (it != slot_.end()) activity_slot_[i] = it->second;
-        }
-      });
+      mapActivity(rec);
       act.replay(rec, [&](int64_t, int64_t t, int32_t i, const detail::SiteActivity& e) {
         if (t < a || i < 0) return;
         const int32_t k = activity_slot_[size_t(i)];
@@ -326,14 +320,7 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
       }
       at = from;
       inOrder = false;  // from the first site out of order on, every one is looked up
-      std::call_once(by_key_once_, [this] {
-        by_key_.resize(sites_.size());
-        for (size_t i = 0; i < sites_.size(); ++i)
-          by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, kindCode(sites_[i].kind), int32_t(i)};
-        std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
-          return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
-        });
-      });
+      sortByKey();
     }
     const SiteKey key{c.image_id, c.stack_id, kindCode(c.kind), INT32_MAX};
     auto it = std::upper_bound(by_key_.begin(), by_key_.end(), key, [](const SiteKey& a, const SiteKey& b) {
@@ -345,6 +332,57 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
     out[size_t(std::prev(it)->site)] += c.cost;
   }
   return out;
+}
+
+void TreeIndex::sortByKey() const {
+  std::call_once(by_key_once_, [this] {
+    by_key_.resize(sites_.size());
+    for (size_t i = 0; i < sites_.size(); ++i)
+      by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, kindCode(sites_[i].kind), int32_t(i)};
+    std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
+      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
+    });
+  });
+}
+
+void TreeIndex::mapActivity(const Recording& rec) const {
+  std::call_once(activity_once_, [&] {
+    const detail::ActivitySites& act = rec.activitySites();
+    sortByKey();
+    activity_slot_.assign(act.all().size(), -1);
+    activity_site_.assign(act.all().size(), -1);
+    auto less = [](const SiteKey& a, const SiteKey& b) { return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind); };
+    for (size_t i = 0; i < act.all().size(); ++i) {
+      const detail::ActivitySite& a = act.all()[i];
+      auto it = slot_.find(slotKey(a.stack_id, a.kind));
+      if (it != slot_.end()) activity_slot_[i] = it->second;
+      // The last site of the key, as costsOf() finds it.
+      auto up = std::upper_bound(by_key_.begin(), by_key_.end(), SiteKey{a.image_id, a.stack_id, a.kind, 0}, less);
+      if (up != by_key_.begin() && std::prev(up)->image == a.image_id && std::prev(up)->stack == a.stack_id &&
+          std::prev(up)->kind == a.kind)
+        activity_site_[i] = std::prev(up)->site;
+    }
+  });
+}
+
+bool TreeIndex::applyLive(const Recording& rec, std::vector<TreeCost>& costs, const LiveSet& live) const {
+  check(costs);
+  if (!live.available) return true;
+  const detail::ActivitySites& act = rec.activitySites();
+  if (live.by_site.size() != act.all().size()) throw std::invalid_argument("TreeIndex: a live set without by_site");
+  mapActivity(rec);
+  std::vector<char> held(act.spaces().size());  // the activity's spaces the set covers
+  for (size_t k = 0; k < act.spaces().size(); ++k) held[k] = live.space(act.spaces()[k]) != nullptr;
+  for (size_t i = 0; i < act.all().size(); ++i)
+    if (live.by_site[i].second && activity_site_[i] < 0 && held[size_t(act.all()[i].space_id)]) return false;
+  std::vector<char> covered(spaces_.size());
+  for (size_t k = 0; k < spaces_.size(); ++k) covered[k] = live.space(spaces_[k]) != nullptr;
+  for (size_t i = 0; i < sites_.size(); ++i)
+    if (covered[size_t(site_space_[i])]) costs[i].peak = 0;
+  for (size_t i = 0; i < act.all().size(); ++i)
+    if (live.by_site[i].second && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
+      costs[size_t(activity_site_[i])].peak = live.by_site[i].second;
+  return true;
 }
 
 void TreeIndex::check(const std::vector<TreeCost>& costs) const {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analyzer/call_tree.h"
+#include "analyzer/live_set.h"
 
 namespace memledger::analyzer {
 
@@ -52,6 +53,11 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // analyzer/live_set.h's applyLiveSet() applied: sites missing are zero); nullopt when the list
   // holds a site the index does not have.
   std::optional<std::vector<TreeCost>> costsOf(const std::vector<SiteCost>& sites) const;
+
+  // applyLiveSet() on one cost per site, from a live set asked for `bySite` (analyzer/live_set.h)
+  // of the same recording: every site of a space the set covers gets what it held then (0 when
+  // nothing). False (costs unchanged) when a site held something the index does not have.
+  bool applyLive(const Recording& rec, std::vector<TreeCost>& costs, const LiveSet& live) const;
 
   // The tree of `costs` (one per site), of one space or (nullopt) every space; throws
   // std::invalid_argument when `costs` is not one per site. The tree keeps the index alive.
@@ -113,7 +119,10 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   mutable std::once_flag by_key_once_;
   mutable std::vector<SiteKey> by_key_;
   mutable std::once_flag activity_once_;
-  mutable std::vector<int32_t> activity_slot_;
+  mutable std::vector<int32_t> activity_slot_;  // by (stack, kind), as costs() adds activity
+  mutable std::vector<int32_t> activity_site_;  // the same site, by (image, stack, kind); -1 none
+  void mapActivity(const Recording& rec) const;
+  void sortByKey() const;
 };
 
 }  // namespace memledger::analyzer

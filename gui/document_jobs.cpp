@@ -46,15 +46,12 @@ std::shared_ptr<RecordingData> loadRecording(const std::string& file, an::QueryC
 }
 
 namespace {
-// One recording's site costs for the request, and the live set (the range's peak, or what was
-// live at the chosen instant) that is to replace their whole-run peak.
-std::vector<an::SiteCost> costsOf(const RecordingData& d, const RangeRequest& q, an::LiveSet& live,
-                                  an::QueryControl& control, const an::TreeIndex* index = nullptr) {
-  std::vector<an::SiteCost> costs =
-      index ? index->siteCosts(index->costs(*d.rec, q.from, q.to, control)) : an::siteCosts(*d.rec, q.from, q.to, control);
-  if (q.live_at) live = an::liveAt(*d.rec, *q.live_at, control);
-  else if (q.from || q.to) live = an::rangePeak(*d.rec, q.from.value_or(0), q.to.value_or(d.end_ns), &d.series, control);
-  return costs;
+// The live set (the range's peak, or what was live at the chosen instant) that is to replace
+// the whole-run peak; none for the whole run. `bySite` for TreeIndex::applyLive().
+an::LiveSet liveOf(const RecordingData& d, const RangeRequest& q, an::QueryControl& control, bool bySite) {
+  if (q.live_at) return an::liveAt(*d.rec, *q.live_at, control, bySite);
+  if (q.from || q.to) return an::rangePeak(*d.rec, q.from.value_or(0), q.to.value_or(d.end_ns), &d.series, control, bySite);
+  return {};
 }
 }  // namespace
 
@@ -89,26 +86,40 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     std::shared_ptr<an::QueryControl> control;
     ~CancelOnExit() { control->cancel(); }
   } cancelLeaks{leakControl};
-  r->costs = costsOf(shown, q, r->live, control, index.get());
+  // A's trees on the index: one cost per site, the live set applied there (no list of sites and
+  // lookups); a live set holding a site of its own (none of the index's) goes the long way.
+  std::optional<std::vector<an::TreeCost>> indexed;
+  if (index) {
+    std::vector<an::TreeCost> costs = index->costs(rec, q.from, q.to, control);
+    r->live = liveOf(shown, q, control, true);
+    if (control.cancelled) throw an::Cancelled();
+    if (index->applyLive(rec, costs, r->live)) {
+      r->costs = index->siteCosts(costs);
+      indexed = std::move(costs);
+    }
+  }
+  if (!indexed) {
+    r->costs = an::siteCosts(rec, q.from, q.to, control);
+    r->live = liveOf(shown, q, control, false);
+  }
   if (control.cancelled) throw an::Cancelled();
   std::vector<an::SiteCost> costsB;
   an::LiveSet liveB;
   if (r->diff()) {
     r->other = q.b;
-    costsB = costsOf(*q.b, q, liveB, control);
+    costsB = an::siteCosts(*q.b->rec, q.from, q.to, control);
+    liveB = liveOf(*q.b, q, control, false);
     // Both peaks follow the range, or neither: a delta of a range's peak and a whole run's is none.
     if (!liveB.available) r->live.available = false;
     if (r->live.available) an::applyLiveSet(costsB, liveB);
   }
-  an::applyLiveSet(r->costs, r->live);
+  if (!indexed) an::applyLiveSet(r->costs, r->live);
   r->temporary_follows = (q.from || q.to) && r->live.available;
   std::set<std::string> spaces;
   for (const auto& c : r->costs) spaces.insert(c.space);
   for (const auto& c : costsB) spaces.insert(c.space);
   r->spaces.assign(spaces.begin(), spaces.end());
   if (!q.space.empty() && spaces.count(q.space)) r->space = q.space;
-  // The live set may have put a site of its own in (none of the index's): then from scratch.
-  std::optional<std::vector<an::TreeCost>> indexed = index ? index->costsOf(r->costs) : std::nullopt;
   const an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();
   if (indexed) {

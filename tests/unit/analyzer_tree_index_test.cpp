@@ -269,6 +269,19 @@ TEST(AnalyzerTreeIndex, LiveSetsReCostedEqualTreesFromScratch) {
             EXPECT_EQ(collapsedStacks(index->tree(*mapped, d, "heap"), m),
                       collapsedStacks(buildCallTree(list, frames, d, std::string("heap")), m))
                 << p.name << (at ? " live at its middle " : " its peak ") << treeMetricName(m);
+        // The same applied on the index's costs (applyLive(), what the GUI does): the same costs.
+        LiveSet bySite = at ? liveAt(rec, (p.start_ns + p.end_ns) / 2, true) : rangePeak(rec, p.start_ns, p.end_ns - 1, nullptr, true);
+        EXPECT_TRUE(bySite.sites.empty());
+        ASSERT_EQ(bySite.spaces.size(), live.spaces.size());
+        for (size_t k = 0; k < live.spaces.size(); ++k) EXPECT_EQ(bySite.spaces[k].bytes, live.spaces[k].bytes);
+        std::vector<TreeCost> direct = index->costs(rec, p.start_ns, p.end_ns - 1);
+        ASSERT_TRUE(index->applyLive(rec, direct, bySite)) << p.name;
+        for (size_t i = 0; i < direct.size(); ++i) {
+          const TreeCost &x = direct[i], &y = (*mapped)[i];
+          EXPECT_TRUE(x.peak == y.peak && x.leaked == y.leaked && x.allocated == y.allocated && x.count == y.count &&
+                      x.temporary == y.temporary)
+              << p.name << " site " << i;
+        }
       }
     }
     // A site the index does not have: none.
