@@ -59,28 +59,35 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
     auto it = std::lower_bound(sorted.begin(), sorted.end(), image);
     return it != sorted.end() && *it == image ? size_t(it - sorted.begin()) : SIZE_MAX;
   };
-  // One pass over the sites for every Python image: the sites of which some blocks outlived
-  // finalization (few: leaky.py 24 blocks, torch 46k) and, without a time filter, what
-  // finalization left per kind (each site's blocks live at exit).
-  std::vector<std::unordered_set<uint64_t>> leftAtExit(sorted.size());
-  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> leftByKind(sorted.size());
-  forEachSite(rec, [&](const SiteEntry& e) {
-    const size_t i = slot(e.image_id);
-    if (i == SIZE_MAX) return;
-    const char* kind = siteKindName(e.kind);
-    if (e.leak_count > 0) leftAtExit[i].insert(siteKey(e.stack_id, kind));
-    if (byTime || (filter.kind && *filter.kind != kind)) return;
-    auto& left = leftByKind[i][kind];
-    left.first += e.leak_count;
-    left.second += e.leak_bytes;
+  // The sites of which some blocks outlived finalization (few: leaky.py 24 blocks, torch 46k),
+  // once per recording, and without a time filter what finalization left per kind (each site's
+  // blocks live at exit): one pass over the sites.
+  const PythonSnapshot& py = rec.pythonSnapshot();
+  std::call_once(py.left_once, [&] {
+    forEachSite(rec, [&](const SiteEntry& e) {
+      if (e.leak_count > 0 && std::binary_search(py.images.begin(), py.images.end(), e.image_id))
+        py.left[e.image_id].insert(siteKey(e.stack_id, siteKindName(e.kind)));
+    });
   });
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> leftByKind(sorted.size());
+  if (!byTime)
+    forEachSite(rec, [&](const SiteEntry& e) {
+      const size_t i = slot(e.image_id);
+      if (i == SIZE_MAX) return;
+      const char* kind = siteKindName(e.kind);
+      if (filter.kind && *filter.kind != kind) return;
+      auto& left = leftByKind[i][kind];
+      left.first += e.leak_count;
+      left.second += e.leak_bytes;
+    });
   const int64_t from = filter.t_from_ns.value_or(INT64_MIN), to = filter.t_to_ns.value_or(INT64_MAX);
   const int64_t width = rec.info().bucket_ns > 0 ? rec.info().bucket_ns : 1;
   if (byTime) out.python_bucket_ns = width;
   // A bucket counts when it overlaps the range: t_ns <= to and t_ns + width > from.
   std::string timeCond = byTime ? " AND t_ns <= ? AND t_ns > ?" : "";
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
-  const PythonSnapshot* snapshot = byTime ? nullptr : &rec.pythonSnapshot();  // summed over buckets once
+  const PythonSnapshot* snapshot = byTime ? nullptr : &py;  // summed over buckets once
+  const int64_t after = from > INT64_MIN + width ? from - width : INT64_MIN;
   std::string skip;
   for (int64_t image : python) {
     skip += (skip.empty() ? "" : ",") + std::to_string(image);
@@ -97,13 +104,17 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
       for (const auto& [key, amount] : snapshot->sites)
         if (key.image == image && (!filter.kind || *filter.kind == key.kind))
           live.push_back({key.stack, key.kind, amount.first, amount.second});
+    } else if (py.timed) {  // the rows in memory
+      for (const PythonSnapshot::Row& row : py.rows)
+        if (row.image == image && row.t <= to && row.t > after && (!filter.kind || *filter.kind == siteKindName(row.kind)))
+          live.push_back({row.stack, siteKindName(row.kind), row.count, row.bytes});
     } else {
       Statement q(rec, ("SELECT stack_id, kind, count, bytes FROM python_finalize_sites WHERE image_id = ?" +
                         timeCond + kindCond).c_str());
       int arg = 1;
       q.bind(arg++, image);
       q.bind(arg++, to);
-      q.bind(arg++, from > INT64_MIN + width ? from - width : INT64_MIN);
+      q.bind(arg++, after);
       if (filter.kind) q.bind(arg++, *filter.kind);
       while (q.step()) live.push_back({q.i64(0), q.text(1), q.i64(2), q.i64(3)});
     }
@@ -119,7 +130,8 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
         s.count += live[k].count;
         s.bytes += live[k].bytes;
       }
-      s.python_owned = !leftAtExit[at].count(siteKey(s.stack_id, s.kind.c_str()));
+      auto left = py.left.find(image);
+      s.python_owned = left == py.left.end() || !left->second.count(siteKey(s.stack_id, s.kind.c_str()));
       out.sites.push_back(std::move(s));
     }
     // What finalization left: the blocks live at exit (with a time filter, those allocated in
@@ -160,12 +172,28 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
   }
   if (out->images.empty()) return out;
   // torch_mlp's import: 213k rows, 210k sites.
-  Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
+  const bool times = hasAllocationTimes(rec);
+  out->timed = times;
+  Statement q(rec, times ? "SELECT image_id, stack_id, kind, count, bytes, t_ns FROM python_finalize_sites"
+                         : "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
+  PythonSnapshot::Key key;
   while (q.step()) {
-    auto& v = out->sites[{q.i64(0), q.i64(1), q.text(2)}];
+    key.image = q.i64(0);
+    key.stack = q.i64(1);
+    key.kind = q.text(2);
+    auto& v = out->sites[key];
     v.first += q.i64(3);
     v.second += q.i64(4);
+    if (!out->timed) continue;
+    const kinds::KindInfo* k = kinds::byName(key.kind);
+    if (!k || q.isNull(5)) {
+      out->timed = false;
+      out->rows = {};
+      continue;
+    }
+    out->rows.push_back({key.image, key.stack, q.i64(5), k->code, q.i64(3), q.i64(4)});
   }
+  out->rows.shrink_to_fit();
   return out;
 }
 

@@ -48,24 +48,20 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
   // bucket index -> its sites. A site not split lands in one bucket once: a plain list; a split
   // site's rows add up per (bucket, site) in a map (a PyTorch run has 500,000 sites: a map of
   // them all was most of a range's histogram).
-  std::map<int, std::vector<SizeBucketSite>> byBucket;
-  std::map<int, std::map<SiteKey, SizeBucketSite>> splitByBucket;
-  auto site = [](const SiteKey& key) {
-    SizeBucketSite s;
-    s.stack_id = key.stack_id;
-    s.image_id = key.image_id;
-    s.kind = key.kind;
-    return s;
+  // Entries point at their site's key; only each bucket's top sites become SizeBucketSites.
+  struct Entry {
+    const SiteKey* key;
+    int64_t count, bytes;
+    bool exact;
   };
+  std::map<int, std::vector<Entry>> byBucket;
+  std::map<int, std::map<SiteKey, Entry>> splitByBucket;
   auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
-    SizeBucketSite& s = byBucket[bucket].emplace_back(site(key));
-    s.count = count;
-    s.bytes = bytes;
-    s.exact = exact;
+    byBucket[bucket].push_back({&key, count, bytes, exact});
   };
   auto addSplit = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes) {
-    auto [it, isNew] = splitByBucket[bucket].try_emplace(key);
-    if (isNew) it->second = site(key);
+    auto [it, isNew] = splitByBucket[bucket].try_emplace(key, Entry{nullptr, 0, 0, true});
+    if (isNew) it->second.key = &it->first;
     it->second.count += count;
     it->second.bytes += bytes;
   };
@@ -98,24 +94,31 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
     }
   }
   for (auto& [index, sites] : splitByBucket)
-    for (auto& [key, s] : sites) byBucket[index].push_back(std::move(s));
+    for (auto& [key, s] : sites) byBucket[index].push_back(s);
   for (auto& [index, bucketSites] : byBucket) {
     SizeBucket b;
     b.from = index == 0 ? 0 : uint64_t(1) << index;
     b.to = (uint64_t(1) << (index + 1)) - 1;
-    for (const SizeBucketSite& s : bucketSites) {
+    for (const Entry& s : bucketSites) {
       b.count += s.count;
       b.bytes += s.bytes;
     }
     b.site_count = bucketSites.size();
-    auto order = [](const SizeBucketSite& x, const SizeBucketSite& y) {
-      return std::tie(y.count, y.bytes, x.stack_id, x.image_id, x.kind) <
-             std::tie(x.count, x.bytes, y.stack_id, y.image_id, y.kind);
+    auto order = [](const Entry& x, const Entry& y) {
+      return std::tie(y.count, y.bytes, x.key->stack_id, x.key->image_id, x.key->kind) <
+             std::tie(x.count, x.bytes, y.key->stack_id, y.key->image_id, y.key->kind);
     };
     const size_t keep = std::min(top_sites, bucketSites.size());
     std::partial_sort(bucketSites.begin(), bucketSites.begin() + std::ptrdiff_t(keep), bucketSites.end(), order);
-    bucketSites.resize(keep);
-    b.sites = std::move(bucketSites);
+    for (size_t k = 0; k < keep; ++k) {
+      SizeBucketSite& site = b.sites.emplace_back();
+      site.stack_id = bucketSites[k].key->stack_id;
+      site.image_id = bucketSites[k].key->image_id;
+      site.kind = bucketSites[k].key->kind;
+      site.count = bucketSites[k].count;
+      site.bytes = bucketSites[k].bytes;
+      site.exact = bucketSites[k].exact;
+    }
     for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
     out.count += b.count;
     out.bytes += b.bytes;
@@ -158,6 +161,16 @@ SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& s
   list.reserve(sites.size());
   for (const SiteCost& c : sites)
     if (c.cost.count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, c.cost.count, c.cost.allocated, c.min_size, c.max_size});
+  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+}
+
+SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, const std::vector<TreeCost>& costs,
+                            std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
+  std::vector<SiteSizes> list;
+  for (size_t i = 0; i < sites.size() && i < costs.size(); ++i) {
+    const SiteCost& c = sites[i];
+    if (costs[i].count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, costs[i].count, costs[i].allocated, c.min_size, c.max_size});
+  }
   return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
 }
 

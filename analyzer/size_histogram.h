@@ -51,6 +51,10 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
 // was 2 s a range). The same histogram as sizeHistogram(rec, {from, to}) over every kind and pid.
 SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, std::optional<int64_t> t_from_ns,
                             std::optional<int64_t> t_to_ns, size_t top_sites = 10);
+// The same with the amounts apart: `sites` (a TreeIndex's, with their whole-run sizes) and one
+// cost per site (TreeIndex::costs() of a range); no list of the range's sites is made.
+SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, const std::vector<TreeCost>& costs,
+                            std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites = 10);
 
 // The bucket index of a size: floor(log2(size)), 0 for sizes 0 and 1.
 int sizeBucketIndex(uint64_t size);

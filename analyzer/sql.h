@@ -10,7 +10,9 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "analyzer/analyzer.h"
@@ -246,6 +248,19 @@ struct PythonSnapshot {
   };
   std::vector<int64_t> images;  // ascending
   std::unordered_map<Key, std::pair<int64_t, int64_t>, KeyHash> sites;  // (count, bytes)
+  // Every row with its bucket's start, for a time filter (a range of the GUI): `timed` when the
+  // file has t_ns and every row's kind is known (else the filter reads the table).
+  struct Row {
+    int64_t image, stack, t;
+    uint64_t kind;  // code
+    int64_t count, bytes;
+  };
+  std::vector<Row> rows;
+  bool timed = false;
+  // Per Python image, its sites (stack id << 8 | kind code) of which some blocks outlived
+  // finalization (few: torch_mlp 46k); made when first asked for (python_leaks.cpp).
+  mutable std::once_flag left_once;
+  mutable std::unordered_map<int64_t, std::unordered_set<uint64_t>> left;
 };
 std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec);
 // How many images that rule applies to (they reached finalization).

@@ -38,12 +38,15 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // The sites, with their whole-run amounts; every vector of costs below is in this order.
   const std::vector<SiteCost>& sites() const { return sites_; }
   std::vector<std::string> spaces() const;  // the sites' spaces, sorted
+  // The spaces of the sites with anything in `costs` (one per site), sorted.
+  std::vector<std::string> spaces(const std::vector<TreeCost>& costs) const;
   size_t nodeCount(TreeDirection direction) const;
 
   // Each site's amounts for allocations made in [from, to] (nullopt/nullopt: the whole run), as
   // siteCosts() counts them: allocated and count from the per-site activity, leaked from the
   // leaked blocks' rows, temporary freed in it (version 7; older files: whole-run), peak
-  // whole-run (analyzer/live_set.h gives a range's). Zeros stay: one entry per site.
+  // whole-run (analyzer/live_set.h gives a range's). Zeros stay: one entry per site. `rec` is the
+  // recording the index was built from (its activity and leaked rows are kept after the first).
   std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to) const;
   std::vector<TreeCost> costs(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to,
                               QueryControl& control) const;
@@ -122,6 +125,15 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   mutable std::vector<int32_t> activity_slot_;  // by (stack, kind), as costs() adds activity
   mutable std::vector<int32_t> activity_site_;  // the same site, by (image, stack, kind); -1 none
   void mapActivity(const Recording& rec) const;
+  // The leaked blocks' rows (allocation time, site, size), by time; read at the first range.
+  struct Leaked {
+    int64_t t;
+    int32_t site;
+    int64_t size;
+  };
+  mutable std::once_flag leaked_once_;
+  mutable std::vector<Leaked> leaked_;
+  void readLeaked(const Recording& rec) const;
   void sortByKey() const;
 };
 

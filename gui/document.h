@@ -73,7 +73,10 @@ struct RangeData {
   std::optional<int64_t> from_ns, to_ns;
   std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
   std::vector<std::string> spaces;   // the spaces the sites are in, sorted
+  // The sites with anything in the range, and how many. A's trees on the tree index need no such
+  // list (their costs are one per site of the index): `costs` stays empty then.
   std::vector<analyzer::SiteCost> costs;
+  size_t site_count = 0;
   analyzer::CallTree top_down, bottom_up;
   std::vector<analyzer::SymbolCost> symbols;
   analyzer::Leaks leaks;

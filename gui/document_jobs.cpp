@@ -1,5 +1,6 @@
 #include "gui/document_jobs.h"
 
+#include <algorithm>
 #include <future>
 #include <set>
 
@@ -93,10 +94,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     std::vector<an::TreeCost> costs = index->costs(rec, q.from, q.to, control);
     r->live = liveOf(shown, q, control, true);
     if (control.cancelled) throw an::Cancelled();
-    if (index->applyLive(rec, costs, r->live)) {
-      r->costs = index->siteCosts(costs);
-      indexed = std::move(costs);
-    }
+    if (index->applyLive(rec, costs, r->live)) indexed = std::move(costs);
   }
   if (!indexed) {
     r->costs = an::siteCosts(rec, q.from, q.to, control);
@@ -118,7 +116,13 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   std::set<std::string> spaces;
   for (const auto& c : r->costs) spaces.insert(c.space);
   for (const auto& c : costsB) spaces.insert(c.space);
+  if (indexed)
+    for (const std::string& s : index->spaces(*indexed)) spaces.insert(s);
   r->spaces.assign(spaces.begin(), spaces.end());
+  r->site_count = indexed ? size_t(std::count_if(indexed->begin(), indexed->end(), [](const an::TreeCost& c) {
+                              return c.peak || c.leaked || c.allocated || c.count || c.temporary;
+                            }))
+                          : r->costs.size();
   if (!q.space.empty() && spaces.count(q.space)) r->space = q.space;
   const an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();
@@ -148,7 +152,8 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   r->leaks = rangeLeaks.valid() ? rangeLeaks.get() : shown.report.leaks;
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
-  r->sizes = an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
+  r->sizes = indexed ? an::sizeHistogram(rec, index->sites(), *indexed, q.from, q.to, 10)
+                     : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
   return r;
 }
 

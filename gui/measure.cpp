@@ -158,7 +158,7 @@ int measureWindow(MainWindow& window, const QString& file) {
       interactive, trees, rangeMs[0], rangeMs[1], rangeCpuMs[0], rangeCpuMs[1], GuiApplication::maxDispatchNs / 1e6, std::max<qint64>(0, maxGap - 1000000) / 1e6, qPrintable(GuiApplication::slowest),
       GuiApplication::maxDispatchCpuNs / 1e6, qPrintable(GuiApplication::slowestCpu), showMs, showCpuMs,
       qPrintable(slowestView), paintMs, rssMiB, fileMiB,
-      static_cast<long long>(doc->data()->report.totals.allocations), doc->range()->costs.size());
+      static_cast<long long>(doc->data()->report.totals.allocations), doc->range()->site_count);
   return 0;
 }
 

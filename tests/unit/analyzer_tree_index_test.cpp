@@ -139,6 +139,17 @@ void expectSameAsScratch(const Recording& rec, const TreeIndex& index, std::opti
   EXPECT_EQ(fromSites.bytes, read.bytes);
   EXPECT_EQ(fromSites.estimated_count, read.estimated_count);
   ASSERT_EQ(fromSites.buckets.size(), read.buckets.size());
+  // ... and from the index's sites with the range's costs apart (the GUI's way): the same.
+  SizeHistogram fromCosts = sizeHistogram(rec, index.sites(), costs, from, to, 5);
+  EXPECT_EQ(fromCosts.count, read.count);
+  EXPECT_EQ(fromCosts.bytes, read.bytes);
+  ASSERT_EQ(fromCosts.buckets.size(), read.buckets.size());
+  for (size_t b = 0; b < read.buckets.size(); ++b) {
+    EXPECT_EQ(fromCosts.buckets[b].site_count, read.buckets[b].site_count);
+    ASSERT_EQ(fromCosts.buckets[b].sites.size(), read.buckets[b].sites.size());
+    for (size_t k = 0; k < read.buckets[b].sites.size(); ++k)
+      EXPECT_EQ(fromCosts.buckets[b].sites[k].stack_id, read.buckets[b].sites[k].stack_id);
+  }
   for (size_t b = 0; b < read.buckets.size(); ++b) {
     EXPECT_EQ(fromSites.buckets[b].from, read.buckets[b].from);
     EXPECT_EQ(fromSites.buckets[b].count, read.buckets[b].count);
