@@ -36,7 +36,39 @@ bool hasAllocationTimes(const Recording& rec) {
   return t.step() && t.i64(0) > 0;
 }
 
+// The snapshot's rows with their times (PythonSnapshot::rows), read once.
+void readTimedRows(const Recording& rec, const PythonSnapshot& py) {
+  std::call_once(py.rows_once, [&] {
+    py.timed = hasAllocationTimes(rec);
+    if (!py.timed) return;
+    Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes, t_ns FROM python_finalize_sites");
+    while (q.step()) {
+      const uint64_t kind = PythonSnapshot::kindCode(q.text(2));
+      if (kind == 255 || q.isNull(5)) {
+        py.timed = false;
+        py.rows = {};
+        return;
+      }
+      py.rows.push_back({q.i64(0), q.i64(1), q.i64(5), kind, q.i64(3), q.i64(4)});
+    }
+    py.rows.shrink_to_fit();
+  });
+}
 }  // namespace
+
+// What finalization left, per Python image of the filter (`slot`) and kind: each site's blocks
+// live at exit.
+template <class Slot>
+void addLeftByKind(const SiteEntry& e, const Slot& slot, const Filter& filter,
+                   std::vector<std::map<std::string, std::pair<int64_t, int64_t>>>& leftByKind) {
+  const size_t i = slot(e.image_id);
+  if (i == SIZE_MAX) return;
+  const char* kind = siteKindName(e.kind);
+  if (filter.kind && *filter.kind != kind) return;
+  auto& left = leftByKind[i][kind];
+  left.first += e.leak_count;
+  left.second += e.leak_bytes;
+}
 
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, std::vector<int64_t>* images) {
   if (!hasFinalizeSites(rec)) return {};
@@ -63,23 +95,18 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
   // once per recording, and without a time filter what finalization left per kind (each site's
   // blocks live at exit): one pass over the sites.
   const PythonSnapshot& py = rec.pythonSnapshot();
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> leftByKind(sorted.size());
+  bool summed = false;  // leftByKind made by the pass that made the sets
   std::call_once(py.left_once, [&] {
     forEachSite(rec, [&](const SiteEntry& e) {
       if (e.leak_count > 0 && std::binary_search(py.images.begin(), py.images.end(), e.image_id))
         py.left[e.image_id].insert(siteKey(e.stack_id, siteKindName(e.kind)));
+      if (!byTime) addLeftByKind(e, slot, filter, leftByKind);
     });
+    summed = !byTime;
   });
-  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> leftByKind(sorted.size());
-  if (!byTime)
-    forEachSite(rec, [&](const SiteEntry& e) {
-      const size_t i = slot(e.image_id);
-      if (i == SIZE_MAX) return;
-      const char* kind = siteKindName(e.kind);
-      if (filter.kind && *filter.kind != kind) return;
-      auto& left = leftByKind[i][kind];
-      left.first += e.leak_count;
-      left.second += e.leak_bytes;
-    });
+  if (!byTime && !summed)
+    forEachSite(rec, [&](const SiteEntry& e) { addLeftByKind(e, slot, filter, leftByKind); });
   const int64_t from = filter.t_from_ns.value_or(INT64_MIN), to = filter.t_to_ns.value_or(INT64_MAX);
   const int64_t width = rec.info().bucket_ns > 0 ? rec.info().bucket_ns : 1;
   if (byTime) out.python_bucket_ns = width;
@@ -87,6 +114,7 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
   std::string timeCond = byTime ? " AND t_ns <= ? AND t_ns > ?" : "";
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
   const PythonSnapshot* snapshot = byTime ? nullptr : &py;  // summed over buckets once
+  if (byTime) readTimedRows(rec, py);
   const int64_t after = from > INT64_MIN + width ? from - width : INT64_MIN;
   std::string skip;
   for (int64_t image : python) {
@@ -102,8 +130,8 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
     std::vector<Live> live;
     if (snapshot) {
       for (const auto& [key, amount] : snapshot->sites)
-        if (key.image == image && (!filter.kind || *filter.kind == key.kind))
-          live.push_back({key.stack, key.kind, amount.first, amount.second});
+        if (key.image == image && (!filter.kind || *filter.kind == siteKindName(key.kind)))
+          live.push_back({key.stack, siteKindName(key.kind), amount.first, amount.second});
     } else if (py.timed) {  // the rows in memory
       for (const PythonSnapshot::Row& row : py.rows)
         if (row.image == image && row.t <= to && row.t > after && (!filter.kind || *filter.kind == siteKindName(row.kind)))
@@ -172,28 +200,17 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
   }
   if (out->images.empty()) return out;
   // torch_mlp's import: 213k rows, 210k sites.
-  const bool times = hasAllocationTimes(rec);
-  out->timed = times;
-  Statement q(rec, times ? "SELECT image_id, stack_id, kind, count, bytes, t_ns FROM python_finalize_sites"
-                         : "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
+  Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
   PythonSnapshot::Key key;
   while (q.step()) {
     key.image = q.i64(0);
     key.stack = q.i64(1);
-    key.kind = q.text(2);
+    key.kind = PythonSnapshot::kindCode(std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(q.raw(), 2)),
+                                                         size_t(q.bytes(2))));
     auto& v = out->sites[key];
     v.first += q.i64(3);
     v.second += q.i64(4);
-    if (!out->timed) continue;
-    const kinds::KindInfo* k = kinds::byName(key.kind);
-    if (!k || q.isNull(5)) {
-      out->timed = false;
-      out->rows = {};
-      continue;
-    }
-    out->rows.push_back({key.image, key.stack, q.i64(5), k->code, q.i64(3), q.i64(4)});
   }
-  out->rows.shrink_to_fit();
   return out;
 }
 
@@ -206,7 +223,7 @@ void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
     if (!std::binary_search(py.images.begin(), py.images.end(), s.image_id)) continue;
     key.image = s.image_id;
     key.stack = s.stack_id;
-    key.kind = s.kind;
+    key.kind = PythonSnapshot::kindCode(s.kind);
     auto it = py.sites.find(key);
     s.leak_count = it == py.sites.end() ? 0 : it->second.first;
     s.leak_bytes = it == py.sites.end() ? 0 : it->second.second;

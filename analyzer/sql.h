@@ -10,6 +10,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -238,25 +239,31 @@ void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);
 struct PythonSnapshot {
   struct Key {
     int64_t image, stack;
-    std::string kind;
+    uint64_t kind;  // code (255: a kind this analyzer does not know)
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      return std::hash<int64_t>{}(k.stack * 1000003 + k.image) ^ std::hash<std::string>{}(k.kind);
+      return std::hash<int64_t>{}(k.stack * 1000003 + k.image) ^ std::hash<uint64_t>{}(k.kind * 0x9E3779B97F4A7C15ull);
     }
   };
+  static uint64_t kindCode(std::string_view name) {
+    const kinds::KindInfo* k = kinds::byName(name);
+    return k ? k->code : 255;
+  }
   std::vector<int64_t> images;  // ascending
   std::unordered_map<Key, std::pair<int64_t, int64_t>, KeyHash> sites;  // (count, bytes)
-  // Every row with its bucket's start, for a time filter (a range of the GUI): `timed` when the
-  // file has t_ns and every row's kind is known (else the filter reads the table).
+  // Every row with its bucket's start, for a time filter (a range of the GUI), read when first
+  // asked for (python_leaks.cpp): `timed` when the file has t_ns and every row's kind is known
+  // (else the filter reads the table).
   struct Row {
     int64_t image, stack, t;
     uint64_t kind;  // code
     int64_t count, bytes;
   };
-  std::vector<Row> rows;
-  bool timed = false;
+  mutable std::once_flag rows_once;
+  mutable std::vector<Row> rows;
+  mutable bool timed = false;
   // Per Python image, its sites (stack id << 8 | kind code) of which some blocks outlived
   // finalization (few: torch_mlp 46k); made when first asked for (python_leaks.cpp).
   mutable std::once_flag left_once;
