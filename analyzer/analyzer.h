@@ -130,6 +130,10 @@ class Recording {
   // The same frames without a copy: pointers into the per-ip cache, which lives as long as the
   // recording. For passes over every site (exports): 600k cached stacks of 50 frames were GBs.
   void stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const;
+  // At most `max_frames` frames copied by stack() over this recording's life (0, the default: no
+  // limit); past it stack() throws FilterError. The CLI sets one so that a --top that would not
+  // fit in memory (a PyTorch run's 210,000 leak sites of ~55 frames) fails with a message.
+  void limitStackFrames(size_t max_frames);
   // The OS pid of a process image id (0 when unknown).
   int64_t pidOf(int64_t image_id) const;
   // Python images' sites as of their interpreter's finalization (analyzer/python_leaks.cpp),
@@ -529,6 +533,14 @@ std::string unknownFrameName(const Frame& frame);
 // runtime's entry (__libc_start_call_main, _start, ...), or, in a stripped program, the
 // innermost frame as "?? (module)".
 std::string siteText(const Stack& stack);
+// siteText of each stack of one list, where two would read the same told apart by the first
+// caller that differs: "ramp (three_phases.c:24) <- phase_two (three_phases.c:40)".
+std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stacks);
+// The first `top` of a site list for a one-line list, sites whose frames read the same (the same
+// function, file and line in every frame, stackKey) added up: one line's calls through different
+// return addresses are distinct sites, but would read as the same line repeated. Ordered by
+// count (`by_count`) or bytes, as the list was.
+std::vector<SiteAmount> sitesBySameFrames(const std::vector<SiteAmount>& sites, size_t top, bool by_count);
 // A stable key for matching the same stack across two recordings (function/file/line, not ids).
 std::string stackKey(const Stack& stack);
 const char* patternName(PatternKind kind);  // realloc_growth | same_size_churn | many_same_size_live

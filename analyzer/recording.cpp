@@ -19,6 +19,8 @@
 
 namespace memledger::analyzer {
 
+using detail::throwFor;
+
 namespace {
 
 std::string msgNotRecording(const std::string& path) {
@@ -28,15 +30,6 @@ std::string msgCorrupt(const std::string& path) {
   return "memledger: '" + path + "' is truncated or corrupt";
 }
 
-[[noreturn]] void throwFor(int rc, const std::string& path) {
-  // The progress handler (analyzer/control.h) interrupted a statement of a cancelled question.
-  if ((rc & 0xff) == SQLITE_INTERRUPT && detail::cancelRequested()) throw Cancelled();
-  // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
-  // on a file with a valid header means its pages are damaged or missing.
-  if ((rc & 0xff) == SQLITE_NOTADB)
-    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
-  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
-}
 
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -93,6 +86,7 @@ struct Recording::Impl {
   std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
   std::shared_mutex stacksMutex;
   std::unordered_map<int64_t, Stack> stacks;
+  size_t stackFrames = 0, maxStackFrames = 0;  // copied into `stacks`, and the limit (0: none)
   std::shared_mutex ipFramesMutex;
   std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
   std::once_flag stackIpsOnce;
@@ -457,8 +451,14 @@ const Stack& Recording::stack(int64_t stack_id) const {
   frames.reserve(ptrs.size());
   for (const Frame* f : ptrs) frames.push_back(*f);
   std::unique_lock lock(impl_->stacksMutex);
+  if (impl_->maxStackFrames && (impl_->stackFrames += frames.size()) > impl_->maxStackFrames)
+    throw FilterError("memledger: the lists would hold more than " + std::to_string(impl_->maxStackFrames) +
+                      " stack frames (about 2 KB each until written): lower --top, or export every site with "
+                      "`memledger export --format folded` or `--format pprof`");
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
 }
+
+void Recording::limitStackFrames(size_t max_frames) { impl_->maxStackFrames = max_frames; }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -467,7 +467,16 @@ namespace detail {
 [[noreturn]] void throwCorrupt(const std::string& path) {
   throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
 }
-[[noreturn]] void throwSqlite(int rc, const std::string& path) { throwFor(rc, path); }
+
+[[noreturn]] void throwFor(int rc, const std::string& path) {
+  // The progress handler (analyzer/control.h) interrupted a statement of a cancelled question.
+  if ((rc & 0xff) == SQLITE_INTERRUPT && detail::cancelRequested()) throw Cancelled();
+  // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
+  // on a file with a valid header means its pages are damaged or missing.
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
+}
 
 Statement::Statement(const Recording& rec, const char* sql) : rec_(rec) {
   int rc = sqlite3_prepare_v2(rec.db(), sql, -1, &stmt_, nullptr);

@@ -1,14 +1,20 @@
-// detail::StackIps: a stack id's ip ids, from the stack tree's nodes (analyzer/sql.h).
+// Decoding the stack tree: the ip ids of a stack id, from the packed stack_nodes rows (schema 3
+// on) or the stacks table of older recordings (analyzer/sql.h, class StackIps).
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <mutex>
-#include <shared_mutex>
+#include <string>
+#include <vector>
 
+#include "analyzer/analyzer.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer::detail {
 
+namespace {
 using packed::readVarint;
+}  // namespace
 
 StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema_version >= 3), path_(info.path) {
   const char* sql = packed_ ? "SELECT first_id, nodes FROM stack_nodes WHERE first_id <= ? ORDER BY first_id DESC LIMIT 1"
@@ -18,11 +24,15 @@ StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt_);
     stmt_ = nullptr;
-    throwSqlite(rc, path_);
+    throwFor(rc, path_);
   }
 }
 
 StackIps::~StackIps() { sqlite3_finalize(stmt_); }
+
+namespace {
+using packed::readVarint;
+}  // namespace
 
 void StackIps::readPacked(int64_t stack_id) {
   sqlite3_bind_int64(stmt_, 1, stack_id);
@@ -53,7 +63,7 @@ void StackIps::readPacked(int64_t stack_id) {
     }
   } else if (rc != SQLITE_DONE) {
     sqlite3_reset(stmt_);
-    throwSqlite(rc, path_);
+    throwFor(rc, path_);
   }
   sqlite3_reset(stmt_);
   // Not in any row (or past the damage): an empty stack, not asked for again.
@@ -94,7 +104,7 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
         if (sqlite3_column_type(stmt_, 1) != SQLITE_NULL) n.parent = sqlite3_column_int64(stmt_, 1);
       } else if (rc != SQLITE_DONE) {
         sqlite3_reset(stmt_);
-        throwSqlite(rc, path_);
+        throwFor(rc, path_);
       }
       sqlite3_reset(stmt_);
       it = nodes_.emplace(id, n).first;
