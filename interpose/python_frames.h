@@ -25,6 +25,8 @@
 
 #include <cstdint>
 
+#include "wire.h"
+
 namespace memledger::preload::py {
 
 inline constexpr uint64_t kPyFrameBit = 1ull << 63;
@@ -59,8 +61,20 @@ void resetAfterFork();  // a fork child: locks whose holders may not exist there
 void walk(ThreadCodes* codes, PyStack& out);
 // The stack's hash with the Python frames folded in (0 frames: the native hash unchanged).
 uint64_t foldHash(uint64_t nativeHash, const PyStack& ps);
+// Where the evaluation-loop frames were in the native stack merge() last saw, as distances
+// from its outermost frame (innermost first). A stack that shares its outer frames with that one
+// has its evaluation frames there at the same distances: merge() then reads only the frames
+// below them (a new stack of torch's import shares all but ~5 of ~50).
+struct EvalMemo {
+  int valid;  // 0: none (the last checked stack was not merged)
+  int count;
+  uint8_t dist[wire::kMaxFrames];
+};
 // Native frames (innermost first) merged with the Python ones into out (at most max); returns n.
-int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max);
+// memo (may be null): the evaluation frames of the stack whose outer native frames this one
+// shares, all but its innermost `fresh`; set to this stack's on return.
+int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max,
+          EvalMemo* memo = nullptr, int fresh = 0);
 // Sends the PyCode records of ps.unsent (inside a hook, before the Stack record using them).
 void sendCodes(const PyStack& ps);
 
