@@ -158,11 +158,19 @@ inline uint64_t threadState() {
 
 }  // namespace
 
-void walk(ThreadCodes* tc, PyStack& out) {
+namespace {
+inline uint64_t foldStep(uint64_t h, uint64_t frame, int group) {
+  return wire::hashStep(h, frame ^ (uint64_t{static_cast<uint8_t>(group)} << 53));
+}
+}  // namespace
+
+void walk(ThreadCodes* tc, PyStack& out, uint64_t seed) {
   out.n = out.groups = out.unsent = 0;
+  out.hash = seed;
   if (!g_on || !tc) return;
   uint64_t ts = threadState();
   if (!ts) return;
+  uint64_t h = seed;
   const Layout& L = *g_l;
   uint64_t frame;
   if (L.tsCframe) {
@@ -202,18 +210,21 @@ void walk(ThreadCodes* tc, PyStack& out) {
     }
     if (offset >= 0 && offset < (1ll << 31)) {
       uint32_t serial = serialOf(tc, code, out);
-      out.frames[out.n] = kPyFrameBit | (uint64_t{serial} << 32) | static_cast<uint64_t>(offset);
+      uint64_t encoded = kPyFrameBit | (uint64_t{serial} << 32) | static_cast<uint64_t>(offset);
+      out.frames[out.n] = encoded;
       out.group[out.n] = static_cast<uint8_t>(out.groups);
+      h = foldStep(h, encoded, out.groups);
       if (++out.n == kMaxPyFrames) break;
     }
     if (groupEnd) ++out.groups;
     frame = previous;
   }
+  if (out.n) out.hash = wire::finalHash(wire::hashStep(h, static_cast<uint64_t>(out.groups)));
 }
 
 uint64_t foldHash(uint64_t h, const PyStack& ps) {
   if (ps.n == 0) return h;
-  for (int i = 0; i < ps.n; ++i) h = wire::hashStep(h, ps.frames[i] ^ (uint64_t{ps.group[i]} << 53));
+  for (int i = 0; i < ps.n; ++i) h = foldStep(h, ps.frames[i], ps.group[i]);
   return wire::finalHash(wire::hashStep(h, static_cast<uint64_t>(ps.groups)));
 }
 

@@ -152,9 +152,9 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
   py::PyStack* ps = nullptr;
   if (py::g_on && cache) {
     ps = &cache->py;
-    py::walk(&cache->codes, *ps);
+    py::walk(&cache->codes, *ps, n ? hash : wire::kHashSeed);
     if (ps->unsent) py::sendCodes(*ps);
-    if (ps->n) hash = py::foldHash(n ? hash : wire::kHashSeed, *ps);
+    if (ps->n) hash = ps->hash;
     else ps = nullptr;
   }
   bool sendStack = (n > 0 || ps) && firstSight(cache, hash);
