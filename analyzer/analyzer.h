@@ -129,6 +129,10 @@ class Recording {
   // The same frames without a copy: pointers into the per-ip cache, which lives as long as the
   // recording. For passes over every site (exports): 600k cached stacks of 50 frames were GBs.
   void stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const;
+  // At most `max_frames` frames copied by stack() over this recording's life (0, the default: no
+  // limit); past it stack() throws FilterError. The CLI sets one so that a --top that would not
+  // fit in memory (a PyTorch run's 210,000 leak sites of ~55 frames) fails with a message.
+  void limitStackFrames(size_t max_frames);
   // The OS pid of a process image id (0 when unknown).
   int64_t pidOf(int64_t image_id) const;
   // Python images' sites as of their interpreter's finalization (analyzer/python_leaks.cpp),

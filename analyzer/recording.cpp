@@ -18,6 +18,8 @@
 
 namespace memledger::analyzer {
 
+using detail::throwFor;
+
 namespace {
 
 std::string msgNotRecording(const std::string& path) {
@@ -27,15 +29,6 @@ std::string msgCorrupt(const std::string& path) {
   return "memledger: '" + path + "' is truncated or corrupt";
 }
 
-[[noreturn]] void throwFor(int rc, const std::string& path) {
-  // The progress handler (analyzer/control.h) interrupted a statement of a cancelled question.
-  if ((rc & 0xff) == SQLITE_INTERRUPT && detail::cancelRequested()) throw Cancelled();
-  // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
-  // on a file with a valid header means its pages are damaged or missing.
-  if ((rc & 0xff) == SQLITE_NOTADB)
-    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
-  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
-}
 
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -92,6 +85,7 @@ struct Recording::Impl {
   std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
   std::shared_mutex stacksMutex;
   std::unordered_map<int64_t, Stack> stacks;
+  size_t stackFrames = 0, maxStackFrames = 0;  // copied into `stacks`, and the limit (0: none)
   std::shared_mutex ipFramesMutex;
   std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
   std::once_flag stackIpsOnce;
@@ -449,8 +443,14 @@ const Stack& Recording::stack(int64_t stack_id) const {
   frames.reserve(ptrs.size());
   for (const Frame* f : ptrs) frames.push_back(*f);
   std::unique_lock lock(impl_->stacksMutex);
+  if (impl_->maxStackFrames && (impl_->stackFrames += frames.size()) > impl_->maxStackFrames)
+    throw FilterError("memledger: the lists would hold more than " + std::to_string(impl_->maxStackFrames) +
+                      " stack frames (about 2 KB each until written): lower --top, or export every site with "
+                      "`memledger export --format folded` or `--format pprof`");
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
 }
+
+void Recording::limitStackFrames(size_t max_frames) { impl_->maxStackFrames = max_frames; }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -460,106 +460,14 @@ namespace detail {
   throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
 }
 
-StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema_version >= 3), path_(info.path) {
-  const char* sql = packed_ ? "SELECT first_id, nodes FROM stack_nodes WHERE first_id <= ? ORDER BY first_id DESC LIMIT 1"
-                    : info.schema_version >= 2 ? "SELECT ips, parent_id FROM stacks WHERE id = ?"
-                                               : "SELECT ips, NULL FROM stacks WHERE id = ?";
-  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  if (rc != SQLITE_OK) {
-    sqlite3_finalize(stmt_);
-    stmt_ = nullptr;
-    throwFor(rc, path_);
-  }
-}
-
-StackIps::~StackIps() { sqlite3_finalize(stmt_); }
-
-namespace {
-using packed::readVarint;
-}  // namespace
-
-void StackIps::readPacked(int64_t stack_id) {
-  sqlite3_bind_int64(stmt_, 1, stack_id);
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) {
-    int64_t id = sqlite3_column_int64(stmt_, 0);
-    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(stmt_, 1));
-    const unsigned char* end = p ? p + sqlite3_column_bytes(stmt_, 1) : nullptr;
-    // Every node of the row; a damaged one ends the row (its stacks end where they break).
-    std::vector<uint32_t> ips;
-    while (p && p < end) {
-      uint64_t gap = 0, n = 0;
-      if (!readVarint(p, end, &gap) || !readVarint(p, end, &n) || n > uint64_t(end - p)) break;
-      ips.clear();
-      bool whole = true;
-      for (uint64_t i = 0; i < n && whole; ++i) {
-        uint64_t ip = 0;
-        whole = readVarint(p, end, &ip) && ip <= UINT32_MAX;
-        if (whole) ips.push_back(static_cast<uint32_t>(ip));
-      }
-      if (!nodes_.count(id)) {  // an id already read keeps its first reading
-        int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
-        nodes_.emplace(id, Node{parent, arena_.size(), ips.size()});
-        arena_.insert(arena_.end(), ips.begin(), ips.end());
-      }
-      if (!whole || id == INT64_MAX) break;
-      ++id;
-    }
-  } else if (rc != SQLITE_DONE) {
-    sqlite3_reset(stmt_);
-    throwFor(rc, path_);
-  }
-  sqlite3_reset(stmt_);
-  // Not in any row (or past the damage): an empty stack, not asked for again.
-  nodes_.emplace(stack_id, Node{0, arena_.size(), 0});
-}
-
-std::vector<uint32_t> StackIps::of(int64_t stack_id) {
-  std::vector<uint32_t> out;
-  {
-    // Most stacks are made of nodes read before: walked by many threads at once.
-    std::shared_lock lock(mutex_);
-    if (walk(stack_id, out, false)) return out;
-  }
-  std::unique_lock lock(mutex_);
-  walk(stack_id, out, true);
-  return out;
-}
-
-bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
-  // Far deeper than any captured stack; a longer chain is a cycle in a damaged file.
-  constexpr size_t kMaxFrames = 1 << 16;
-  out.clear();
-  size_t hops = 0;  // rows with empty ips make no frames: count rows too
-  for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
-    auto it = nodes_.find(id);
-    if (it == nodes_.end() && !read) return false;
-    if (it == nodes_.end() && packed_) {
-      readPacked(id);
-      it = nodes_.find(id);
-    } else if (it == nodes_.end()) {
-      Node n{0, arena_.size(), 0};
-      sqlite3_bind_int64(stmt_, 1, id);
-      int rc = sqlite3_step(stmt_);
-      if (rc == SQLITE_ROW) {
-        std::vector<uint32_t> own = decodeIpIds(sqlite3_column_blob(stmt_, 0), sqlite3_column_bytes(stmt_, 0));
-        arena_.insert(arena_.end(), own.begin(), own.end());
-        n.count = own.size();
-        if (sqlite3_column_type(stmt_, 1) != SQLITE_NULL) n.parent = sqlite3_column_int64(stmt_, 1);
-      } else if (rc != SQLITE_DONE) {
-        sqlite3_reset(stmt_);
-        throwFor(rc, path_);
-      }
-      sqlite3_reset(stmt_);
-      it = nodes_.emplace(id, n).first;
-    }
-    const Node& n = it->second;
-    out.insert(out.end(), arena_.begin() + static_cast<std::ptrdiff_t>(n.off),
-               arena_.begin() + static_cast<std::ptrdiff_t>(n.off + n.count));
-    id = n.parent == id ? 0 : n.parent;
-  }
-  if (out.size() > kMaxFrames) out.resize(kMaxFrames);
-  return true;
+[[noreturn]] void throwFor(int rc, const std::string& path) {
+  // The progress handler (analyzer/control.h) interrupted a statement of a cancelled question.
+  if ((rc & 0xff) == SQLITE_INTERRUPT && detail::cancelRequested()) throw Cancelled();
+  // SQLITE_NOTADB: the header is not SQLite's at all (random bytes); anything else that fails
+  // on a file with a valid header means its pages are damaged or missing.
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw RecordingError(ErrorKind::NotARecording, path, msgNotRecording(path));
+  throw RecordingError(ErrorKind::Corrupt, path, msgCorrupt(path));
 }
 
 Statement::Statement(const Recording& rec, const char* sql) : rec_(rec) {

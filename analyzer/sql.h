@@ -116,6 +116,8 @@ void forEachSiteBucket(const void* blob, int bytes, F&& f) {
 }
 
 [[noreturn]] void throwCorrupt(const std::string& path);
+// The RecordingError (or Cancelled) for a failed SQLite call on the recording `path`.
+[[noreturn]] void throwFor(int rc, const std::string& path);
 
 // One bucket of one image's memory curve (the `timeline` table of schema 1-2, an entry of
 // timeline_buckets in schema 3).

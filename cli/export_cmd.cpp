@@ -26,7 +26,8 @@ int cmdExport(int argc, char** argv) {
       "  pprof         gzipped profile.proto: alloc_objects, alloc_space, inuse_objects, inuse_space\n"
       "                (inuse = the leaks: still live at exit; in a Python process, when its interpreter\n"
       "                started finalizing); written to -o, or to stdout when it is not a terminal\n"
-      "  json          the full report (as `memledger report --json`)\n");
+      "  json          the full report (as `memledger report --json`): every site, or --top N per list;\n"
+      "                lists of more than 2,000,000 stack frames in all are an error (exit 2)\n");
   std::string file, format, out, metricName = "leaked";
   app.add_option("FILE", file, "the recording")->required();
   app.add_option("--format,-f", format, "folded | chrome-trace | pprof | json")->required();
@@ -34,6 +35,9 @@ int cmdExport(int argc, char** argv) {
   app.add_option("-o,--output", out, "output file (default: stdout); an existing one is kept unless --force");
   app.add_flag("--force", force, "replace the -o file if it exists");
   app.add_option("--metric", metricName, "folded value: leaked | peak | allocated | count");
+  size_t top = 0;
+  auto* topOpt = app.add_option("--top", top, "json: at most N sites per list (default: every site)")
+                     ->check(CLI::Range(size_t{1}, size_t{1000000000}));
   if (int rc = parseCommandLine(app, argc, argv, "export"); rc >= 0) return rc;
   auto metric = an::parseMetric(metricName);
   if (!metric) {
@@ -50,6 +54,10 @@ int cmdExport(int argc, char** argv) {
     std::fprintf(stderr, "memledger: export: pprof is binary: give -o FILE or redirect stdout\n");
     return 2;
   }
+  if (topOpt->count() && format != "json") {
+    std::fprintf(stderr, "memledger: export: --top applies to --format json only\n");
+    return 2;
+  }
   const bool toStdout = out.empty() || out == "-";
   if (!toStdout && !outputAllowed(out, force, "export")) return 2;
   std::string data;
@@ -61,8 +69,12 @@ int cmdExport(int argc, char** argv) {
       data = an::jsonText(an::exportChromeTrace(rec)) + "\n";
     else if (format == "pprof")
       data = an::exportPprof(rec);
-    else
-      data = an::jsonText(an::toJson(an::report(rec)), 2) + "\n";
+    else {
+      rec.limitStackFrames(kMaxListedFrames);
+      an::Filter filter;
+      if (topOpt->count()) filter.top = top;
+      data = an::jsonText(an::toJson(an::report(rec, filter)), 2) + "\n";
+    }
   } catch (const std::exception& e) {
     return recordingErrorExit(e);
   }

@@ -50,7 +50,8 @@ int parseArgs(const std::string& name, const std::string& description, int argc,
       "are named in the report. Sites with the same code (the same module offsets per frame) are\n"
       "one site across processes, with per-process amounts; --by-process lists them per process.\n"
       "--top N: at most N sites per list, 10 in text and 20 in JSON by default (`memledger export\n"
-      "--format json` writes every site). --json prints one JSON document\n"
+      "--format json` writes every site); lists of more than 2,000,000 stack frames in all are an\n"
+      "error (exit 2): export folded or pprof carry every site. --json prints one JSON document\n"
       "(schemas/report.schema.json). Exit codes: 0 ok, 2 bad usage, a filter that selects nothing\n"
       "the recording has, or a file that is not a readable recording.");
   int64_t pid = 0;
@@ -123,6 +124,7 @@ int cmdReport(int argc, char** argv) {
   if (rc >= 0) return rc;
   return guarded([&] {
     an::Recording rec = an::Recording::open(args.file);
+    rec.limitStackFrames(kMaxListedFrames);
     an::validateFilter(rec, args.filter);
     args.text.complete = rec.info().complete;
     an::Report r = an::report(rec, args.filter);
@@ -150,6 +152,7 @@ int cmdView(const char* view, int argc, char** argv) {
   if (rc >= 0) return rc;
   return guarded([&] {
     an::Recording rec = an::Recording::open(args.file);
+    rec.limitStackFrames(kMaxListedFrames);
     an::validateFilter(rec, args.filter);
     args.text.complete = rec.info().complete;
     nlohmann::json j = {{"view", name}, {"recording", an::toJson(rec.info())}};

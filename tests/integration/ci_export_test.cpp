@@ -57,6 +57,18 @@ TEST(CiExportCli, EveryFormatWritesSomethingReadable) {
   auto gz = t::run({"/usr/bin/python3", "-c",
                     "import gzip,sys; d=gzip.open(sys.argv[1]).read(); print(len(d) > 0)", dir.file("p.pb.gz")});
   EXPECT_EQ(gz.out, "True\n") << gz.err;
+  // --top N: at most N sites per list, the totals still over every site.
+  auto full = nlohmann::json::parse(json.out);
+  auto topOne = cli({"export", rec.db, "--format", "json", "--top", "1"});
+  ASSERT_EQ(topOne.status, 0) << topOne.err;
+  auto cut = nlohmann::json::parse(topOne.out);
+  ASSERT_GE(full["leaks"]["sites"].size(), 2u) << full["leaks"].dump().substr(0, 300);
+  EXPECT_EQ(cut["leaks"]["sites"].size(), 1u);
+  EXPECT_EQ(cut["leaks"]["sites"][0], full["leaks"]["sites"][0]);
+  EXPECT_EQ(cut["leaks"]["site_count"], full["leaks"]["site_count"]);
+  EXPECT_EQ(cut["leaks"]["bytes"], full["leaks"]["bytes"]);
+  EXPECT_EQ(cut["totals"], full["totals"]);
+  EXPECT_EQ(cli({"export", rec.db, "--format", "folded", "--top", "1"}).status, 2);
   EXPECT_EQ(cli({"export", rec.db, "--format", "svg"}).status, 2);
   EXPECT_EQ(cli({"export", rec.db, "--format", "folded", "--metric", "weight"}).status, 2);
   EXPECT_EQ(cli({"export", dir.file("missing.db"), "--format", "folded"}).status, 2);

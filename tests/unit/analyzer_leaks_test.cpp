@@ -96,6 +96,40 @@ TEST(AnalyzerLeaks, AllSitesGroupedAndSortedByBytes) {
   EXPECT_EQ(l.sites[2].bytes, 300);
 }
 
+// A limit on the frames the lists may hold (the CLI's guard against a --top that would not fit in
+// memory): lists within it answer as without one; past it, FilterError with the limit named,
+// whatever the order the sites' stacks were read in.
+TEST(AnalyzerLeaks, StackFrameLimitStopsWithAMessage) {
+  TwoProcesses t;
+  auto plain = Recording::open(t.path);
+  const Leaks all = leaks(plain);
+  size_t frames = 0;
+  for (const auto& s : all.sites)
+    if (s.kind != "new") frames += s.stack.size();  // s1's two kinds share one stack
+  ASSERT_EQ(frames, 3u + 2u + plain.stack(t.s4).size());
+
+  auto roomy = Recording::open(t.path);
+  roomy.limitStackFrames(frames);
+  EXPECT_EQ(toJson(leaks(roomy)), toJson(all));
+
+  auto tight = Recording::open(t.path);
+  tight.limitStackFrames(frames - 1);
+  try {
+    leaks(tight);
+    ADD_FAILURE() << "no error past the limit";
+  } catch (const FilterError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than " + std::to_string(frames - 1) + " stack frames"), std::string::npos)
+        << e.what();
+  }
+  // The first site alone fits.
+  auto first = Recording::open(t.path);
+  first.limitStackFrames(frames - 1);
+  Leaks one = leaks(first, {.top = 1});
+  ASSERT_EQ(one.sites.size(), 1u);
+  EXPECT_EQ(one.sites[0].stack_id, t.s4);
+  EXPECT_EQ(one.bytes, all.bytes);
+}
+
 TEST(AnalyzerLeaks, StacksExpandInlineFramesInnermostFirst) {
   TwoProcesses t;
   auto rec = Recording::open(t.path);

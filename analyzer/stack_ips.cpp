@@ -1,0 +1,121 @@
+// Decoding the stack tree: the ip ids of a stack id, from the packed stack_nodes rows (schema 3
+// on) or the stacks table of older recordings (analyzer/sql.h, class StackIps).
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/sql.h"
+
+namespace memledger::analyzer::detail {
+
+namespace {
+using packed::readVarint;
+}  // namespace
+
+StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema_version >= 3), path_(info.path) {
+  const char* sql = packed_ ? "SELECT first_id, nodes FROM stack_nodes WHERE first_id <= ? ORDER BY first_id DESC LIMIT 1"
+                    : info.schema_version >= 2 ? "SELECT ips, parent_id FROM stacks WHERE id = ?"
+                                               : "SELECT ips, NULL FROM stacks WHERE id = ?";
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+    throwFor(rc, path_);
+  }
+}
+
+StackIps::~StackIps() { sqlite3_finalize(stmt_); }
+
+namespace {
+using packed::readVarint;
+}  // namespace
+
+void StackIps::readPacked(int64_t stack_id) {
+  sqlite3_bind_int64(stmt_, 1, stack_id);
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(stmt_, 0);
+    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(stmt_, 1));
+    const unsigned char* end = p ? p + sqlite3_column_bytes(stmt_, 1) : nullptr;
+    // Every node of the row; a damaged one ends the row (its stacks end where they break).
+    std::vector<uint32_t> ips;
+    while (p && p < end) {
+      uint64_t gap = 0, n = 0;
+      if (!readVarint(p, end, &gap) || !readVarint(p, end, &n) || n > uint64_t(end - p)) break;
+      ips.clear();
+      bool whole = true;
+      for (uint64_t i = 0; i < n && whole; ++i) {
+        uint64_t ip = 0;
+        whole = readVarint(p, end, &ip) && ip <= UINT32_MAX;
+        if (whole) ips.push_back(static_cast<uint32_t>(ip));
+      }
+      if (!nodes_.count(id)) {  // an id already read keeps its first reading
+        int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
+        nodes_.emplace(id, Node{parent, arena_.size(), ips.size()});
+        arena_.insert(arena_.end(), ips.begin(), ips.end());
+      }
+      if (!whole || id == INT64_MAX) break;
+      ++id;
+    }
+  } else if (rc != SQLITE_DONE) {
+    sqlite3_reset(stmt_);
+    throwFor(rc, path_);
+  }
+  sqlite3_reset(stmt_);
+  // Not in any row (or past the damage): an empty stack, not asked for again.
+  nodes_.emplace(stack_id, Node{0, arena_.size(), 0});
+}
+
+std::vector<uint32_t> StackIps::of(int64_t stack_id) {
+  std::vector<uint32_t> out;
+  {
+    // Most stacks are made of nodes read before: walked by many threads at once.
+    std::shared_lock lock(mutex_);
+    if (walk(stack_id, out, false)) return out;
+  }
+  std::unique_lock lock(mutex_);
+  walk(stack_id, out, true);
+  return out;
+}
+
+bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
+  // Far deeper than any captured stack; a longer chain is a cycle in a damaged file.
+  constexpr size_t kMaxFrames = 1 << 16;
+  out.clear();
+  size_t hops = 0;  // rows with empty ips make no frames: count rows too
+  for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
+    auto it = nodes_.find(id);
+    if (it == nodes_.end() && !read) return false;
+    if (it == nodes_.end() && packed_) {
+      readPacked(id);
+      it = nodes_.find(id);
+    } else if (it == nodes_.end()) {
+      Node n{0, arena_.size(), 0};
+      sqlite3_bind_int64(stmt_, 1, id);
+      int rc = sqlite3_step(stmt_);
+      if (rc == SQLITE_ROW) {
+        std::vector<uint32_t> own = decodeIpIds(sqlite3_column_blob(stmt_, 0), sqlite3_column_bytes(stmt_, 0));
+        arena_.insert(arena_.end(), own.begin(), own.end());
+        n.count = own.size();
+        if (sqlite3_column_type(stmt_, 1) != SQLITE_NULL) n.parent = sqlite3_column_int64(stmt_, 1);
+      } else if (rc != SQLITE_DONE) {
+        sqlite3_reset(stmt_);
+        throwFor(rc, path_);
+      }
+      sqlite3_reset(stmt_);
+      it = nodes_.emplace(id, n).first;
+    }
+    const Node& n = it->second;
+    out.insert(out.end(), arena_.begin() + static_cast<std::ptrdiff_t>(n.off),
+               arena_.begin() + static_cast<std::ptrdiff_t>(n.off + n.count));
+    id = n.parent == id ? 0 : n.parent;
+  }
+  if (out.size() > kMaxFrames) out.resize(kMaxFrames);
+  return true;
+}
+
+}  // namespace memledger::analyzer::detail
