@@ -177,6 +177,12 @@ void DbWriter::writeBulk(BulkRows& b) {
   b.write([this](sqlite3_stmt* st, int rows) { step(st, rows); });
 }
 
+bool DbWriter::bulkPending() const {
+  for (const BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_})
+    if (!b->empty()) return true;
+  return false;
+}
+
 void DbWriter::flushBulk() {
   for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) writeBulk(*b);
 }
@@ -197,7 +203,7 @@ void DbWriter::step(sqlite3_stmt* st, int rows) {
 void DbWriter::maybeCommit(uint64_t now_ns) {
   // Packed rows still being filled count too: a program that only ticks (a timeline bucket per
   // interval, nothing else written) must still have its curve committed every interval.
-  bool pending = inTx_ || !ips_.empty() || !allocs_.empty() || nodes_.count || buckets_.count || siteBuckets_.count || sites_.count;
+  bool pending = inTx_ || bulkPending() || nodes_.count || buckets_.count || siteBuckets_.count || sites_.count;
   if (pending && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
     commit();
     lastCommitNs_ = now_ns;

@@ -187,6 +187,7 @@ class DbWriter {
   bool startRow(BulkRows& b);
   void writeBulk(BulkRows& b);
   void flushBulk();
+  bool bulkPending() const;  // rows buffered for a multi-row INSERT, not written yet
   void begin();
   void fail(const char* what);
   // A packed row being filled (stack_nodes, timeline_buckets, site_buckets, site_totals): its image, how many
