@@ -1,5 +1,6 @@
-// The SQLite side of a recording (schemas/memledger.sql). Prepared statements, rows batched into
-// transactions that commit every ~100 ms or 64k rows, no indexes until finish(). WAL journal with
+// The SQLite side of a recording (schemas/memledger.sql). Prepared statements (the tables of
+// many small rows: 64 rows to a statement, db_bulk.h), rows batched into transactions that
+// commit every ~100 ms or 64k rows, no indexes until finish(). WAL journal with
 // synchronous=OFF: a committed batch survives the recorder being SIGKILLed (the OS has the
 // pages), and finish() switches back to a rollback journal so the product is one plain file.
 // A write error is remembered (first message kept) and later writes become no-ops: the recorder
