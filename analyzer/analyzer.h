@@ -528,6 +528,14 @@ std::string unknownFrameName(const Frame& frame);
 // runtime's entry (__libc_start_call_main, _start, ...), or, in a stripped program, the
 // innermost frame as "?? (module)".
 std::string siteText(const Stack& stack);
+// siteText of each stack of one list, where two would read the same told apart by the first
+// caller that differs: "ramp (three_phases.c:24) <- phase_two (three_phases.c:40)".
+std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stacks);
+// The first `top` of a site list for a one-line list, sites whose frames read the same (the same
+// function, file and line in every frame, stackKey) added up: one line's calls through different
+// return addresses are distinct sites, but would read as the same line repeated. Ordered by
+// count (`by_count`) or bytes, as the list was.
+std::vector<SiteAmount> sitesBySameFrames(const std::vector<SiteAmount>& sites, size_t top, bool by_count);
 // A stable key for matching the same stack across two recordings (function/file/line, not ids).
 std::string stackKey(const Stack& stack);
 const char* patternName(PatternKind kind);  // realloc_growth | same_size_churn | many_same_size_live

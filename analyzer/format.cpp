@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/analyzer.h"
 
 namespace memledger::analyzer {
@@ -41,6 +43,47 @@ std::string formatCount(int64_t n) {
     out += digits[i];
   }
   return n < 0 ? "-" + out : out;
+}
+
+namespace {
+
+bool endsWith(std::string_view s, std::string_view tail) { return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail; }
+
+std::string evidenceValue(const std::string& key, const nlohmann::json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) {
+    int64_t n = v.get<int64_t>();
+    if (endsWith(key, "_bytes") || endsWith(key, "_size") || key == "size") return formatBytes(n);
+    if (endsWith(key, "_ns")) return formatDuration(n);
+    if (key == "pid" || key == "device") return std::to_string(n);
+    return formatCount(n);
+  }
+  if (v.is_number()) {
+    double d = v.get<double>();
+    char buf[64];
+    if (key == "share" || endsWith(key, "_share"))
+      std::snprintf(buf, sizeof buf, "%.0f%%", d * 100);
+    else
+      std::snprintf(buf, sizeof buf, "%.2f", d);
+    return buf;
+  }
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+std::string formatEvidence(const nlohmann::json& evidence) {
+  if (!evidence.is_object()) return evidence.is_null() ? std::string() : evidence.dump();
+  std::string out;
+  for (const auto& [key, value] : evidence.items()) {
+    std::string label = key;
+    if (endsWith(label, "_bytes")) label.resize(label.size() - 6);  // the unit says it
+    if (endsWith(label, "_ns")) label.resize(label.size() - 3);
+    for (char& c : label)
+      if (c == '_') c = ' ';
+    out += (out.empty() ? "" : " · ") + label + ": " + evidenceValue(key, value);
+  }
+  return out;
 }
 
 std::string printable(std::string_view text) {

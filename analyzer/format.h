@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,12 @@ namespace memledger::analyzer {
 std::string formatBytes(int64_t bytes);        // "512 B", "1.5 KiB", "300.0 MiB", "2.00 GiB"
 std::string formatDuration(int64_t ns);        // "850 ns", "12.5 us", "3.20 ms", "1.25 s"
 std::string formatCount(int64_t n);            // "1,234,567"
+
+// A suggestion's evidence (an object of numbers) for people: each key as words, sizes in human
+// units, times as durations, a share as a percent, counts with separators, joined by " · ":
+//   {"peak_bytes":314572800,"share":1.0,"site_peak_count":300}
+//   -> "peak: 300.0 MiB · share: 100% · site peak count: 300"
+std::string formatEvidence(const nlohmann::json& evidence);
 
 // Text from a recording (a command line, a path) made safe for one line of a terminal: control
 // characters are written as C escapes ("\n" as the two characters \ and n; \t, \r, \e, others

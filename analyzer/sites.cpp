@@ -2,6 +2,7 @@
 // leaks, peak, totals, temporaries. Only a time filter on leaks reads raw allocation rows.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
@@ -58,6 +59,53 @@ const Frame* namedFrame(const Stack& stack) {
 std::string siteText(const Stack& stack) {
   if (const Frame* f = siteFrame(stack)) return frameText(*f);
   return stack.empty() ? "(no stack)" : frameText(stack.front());
+}
+
+std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stacks) {
+  std::vector<std::string> base, out;
+  std::vector<size_t> depth;  // of the frame the text names
+  for (const Stack* s : stacks) {
+    base.push_back(siteText(*s));
+    const Frame* f = siteFrame(*s);
+    depth.push_back(f ? static_cast<size_t>(f - s->data()) : 0);
+  }
+  out = base;
+  auto textAt = [&](size_t i, size_t d) { return d < stacks[i]->size() ? frameText((*stacks[i])[d]) : std::string(); };
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    std::vector<size_t> same;
+    for (size_t j = 0; j < stacks.size(); ++j)
+      if (j != i && base[j] == base[i]) same.push_back(j);
+    if (same.empty()) continue;
+    for (size_t d = depth[i] + 1; d < stacks[i]->size(); ++d) {
+      std::string mine = textAt(i, d);
+      bool differs = false;
+      for (size_t j : same) differs = differs || textAt(j, d - depth[i] + depth[j]) != mine;
+      if (differs) {
+        out[i] += " <- " + mine;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<SiteAmount> sitesBySameFrames(const std::vector<SiteAmount>& sites, size_t top, bool by_count) {
+  std::vector<SiteAmount> out;
+  std::unordered_map<std::string, size_t> at;
+  for (const SiteAmount& s : sites) {
+    auto [it, added] = at.try_emplace(stackKey(s.stack) + '\n' + s.kind, out.size());
+    if (added) {
+      out.push_back(s);
+      continue;
+    }
+    out[it->second].count += s.count;
+    out[it->second].bytes += s.bytes;
+  }
+  std::stable_sort(out.begin(), out.end(), [by_count](const SiteAmount& a, const SiteAmount& b) {
+    return by_count ? a.count > b.count : a.bytes > b.bytes;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
 }
 
 namespace {

@@ -182,10 +182,10 @@ SuggestionsView::SuggestionsView(QWidget* parent)
   connect(list_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
     if (!item || !data_) return detail_->clear();
     const an::Suggestion& s = data_->report.suggestions[size_t(item->data(0, Qt::UserRole).toInt())];
-    detail_->setHtml(QString("<p><b>%1</b></p><p>%2</p><p><b>%3</b><pre>%4</pre></p><p>%5</p>")
+    detail_->setHtml(QString("<p><b>%1</b></p><p>%2</p><p><b>%3</b> %4</p><p>%5</p>")
                          .arg(QString::fromStdString(s.message).toHtmlEscaped(),
-                              QString::fromStdString(s.confidence_reason).toHtmlEscaped(), tr("Evidence"),
-                              QString::fromStdString(an::jsonText(s.evidence, 2)).toHtmlEscaped(), stackHtml(s.stack)));
+                              QString::fromStdString(s.confidence_reason).toHtmlEscaped(), tr("Evidence:"),
+                              QString::fromStdString(an::formatEvidence(s.evidence)).toHtmlEscaped(), stackHtml(s.stack)));
   });
   connect(jump, &QPushButton::clicked, this, [this] {
     QTreeWidgetItem* item = list_->currentItem();

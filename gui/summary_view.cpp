@@ -26,12 +26,13 @@ QString endedText(const an::Process& p) {
 
 QString topList(const QString& title, const QString& link, const std::vector<an::SiteAmount>& sites, bool counts) {
   QString h = QString("<h3><a href='%1'>%2</a></h3><table cellspacing=0 cellpadding=2>").arg(link, title);
-  size_t n = 0;
-  for (const auto& s : sites) {
-    if (n++ == 5) break;
+  const std::vector<an::SiteAmount> shown = an::sitesBySameFrames(sites, 5, counts);
+  std::vector<const an::Stack*> stacks;
+  for (const auto& s : shown) stacks.push_back(&s.stack);
+  const std::vector<std::string> texts = an::distinctSiteTexts(stacks);
+  for (size_t i = 0; i < texts.size(); ++i)
     h += QString("<tr><td align=right><b>%1</b></td><td>&nbsp;%2</td></tr>")
-             .arg(counts ? count(s.count) : bytes(s.bytes), esc(an::siteText(s.stack)));
-  }
+             .arg(counts ? count(shown[i].count) : bytes(shown[i].bytes), esc(texts[i]));
   if (sites.empty()) h += "<tr><td><i>" + QObject::tr("none") + "</i></td></tr>";
   return h + "</table>";
 }
@@ -84,12 +85,12 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
     row(QObject::tr("Allocation rate"),
         QObject::tr("%1 per second").arg(count(int64_t(double(r.totals.allocations) * 1e9 / double(r.recording.duration_ns)))));
   row(QObject::tr("Temporary"),
-      QObject::tr("%1 allocations (%2%), %3")
+      (r.totals.temporary_count == 1 ? QObject::tr("%1 allocation (%2%), %3") : QObject::tr("%1 allocations (%2%), %3"))
           .arg(count(r.totals.temporary_count))
           .arg(r.totals.allocations ? 100.0 * double(r.totals.temporary_count) / double(r.totals.allocations) : 0.0, 0, 'f', 1)
           .arg(bytes(r.totals.temporary_bytes)));
   row(QObject::tr("<a href='view:leaks'>Leaked</a>"),
-      QObject::tr("%1 in %2 blocks").arg(bytes(r.leaks.bytes), count(r.leaks.count)));
+      (r.leaks.count == 1 ? QObject::tr("%1 in %2 block") : QObject::tr("%1 in %2 blocks")).arg(bytes(r.leaks.bytes), count(r.leaks.count)));
   h += "</table>";
 
   // Peaks: every space, each on its own (never summed across spaces).
@@ -139,7 +140,7 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   for (const auto& s : r.suggestions) {
     if (n++ == 3) break;
     h += QString("<li><b>[%1]</b> %2<br><small>%3</small></li>")
-             .arg(QString::fromStdString(s.severity), esc(s.message), esc(an::jsonText(s.evidence)));
+             .arg(QString::fromStdString(s.severity), esc(s.message), esc(an::formatEvidence(s.evidence)));
   }
   h += "</ol>";
 

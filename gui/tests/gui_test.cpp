@@ -22,6 +22,7 @@
 #include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/sizes_view.h"
+#include "analyzer/format.h"
 #include "gui/summary_view.h"
 #include "gui/theme.h"
 #include "gui/timeline_widget.h"
@@ -184,6 +185,10 @@ class GuiTest : public QObject {
     QVERIFY(html.contains("64.0 MiB"));
     QVERIFY(html.contains("exit 0"));
     QVERIFY(html.contains("24.8 KiB in 24 blocks"));
+    // Suggestions with their evidence in words and units, not as JSON.
+    QVERIFY(!data->report.suggestions.empty());
+    QVERIFY(html.contains(QString::fromStdString(an::formatEvidence(data->report.suggestions[0].evidence)).toHtmlEscaped()));
+    QVERIFY(!html.contains("{\"") && !html.contains("{&quot;"));
     // Timeline: the heap's exact peak marked where it is, the three marker phases shaded.
     TimelineWidget* t = w.timeline();
     t->grab();  // paints

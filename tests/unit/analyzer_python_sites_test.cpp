@@ -157,3 +157,48 @@ TEST(PythonSites, ImportTimeModuleStateIsRuntime) {
   Stack later = {native(nullptr), python("build", "/w/numpy_peak.py", 5), python("<module>", "/w/numpy_peak.py", 9)};
   EXPECT_FALSE(pythonRuntimeClass(later, "malloc"));
 }
+
+// One line reached from several callers reads the same in a one-line list: the first caller
+// that differs tells them apart; a text no other site has is left alone.
+TEST(SiteTexts, SameLineToldApartByTheFirstDifferentCaller) {
+  Stack one = {python("ramp", "/w/three_phases.c", 24), python("phase_one", "/w/three_phases.c", 30),
+               python("main", "/w/three_phases.c", 50)};
+  Stack two = {python("ramp", "/w/three_phases.c", 24), python("phase_two", "/w/three_phases.c", 40),
+               python("main", "/w/three_phases.c", 51)};
+  Stack again = {python("ramp", "/w/three_phases.c", 24), python("phase_two", "/w/three_phases.c", 40),
+                 python("main", "/w/three_phases.c", 52)};
+  Stack other = {python("fill", "/w/three_phases.c", 10), python("main", "/w/three_phases.c", 53)};
+  EXPECT_EQ(distinctSiteTexts({&one, &two, &other}),
+            (std::vector<std::string>{"ramp (three_phases.c:24) <- phase_one (three_phases.c:30)",
+                                      "ramp (three_phases.c:24) <- phase_two (three_phases.c:40)",
+                                      "fill (three_phases.c:10)"}));
+  // Told apart further out when the first callers agree.
+  EXPECT_EQ(distinctSiteTexts({&two, &again})[1], "ramp (three_phases.c:24) <- main (three_phases.c:52)");
+  EXPECT_TRUE(distinctSiteTexts({}).empty());
+}
+
+// A one-line list adds up sites whose frames read the same (one line called through several
+// return addresses), keeps kinds apart, and orders by the list's metric.
+TEST(SiteTexts, SitesThatReadTheSameAreOneLine) {
+  auto site = [](int64_t id, const Stack& stack, const char* kind, int64_t count, int64_t bytes) {
+    SiteAmount s;
+    s.stack_id = id;
+    s.stack = stack;
+    s.kind = kind;
+    s.count = count;
+    s.bytes = bytes;
+    return s;
+  };
+  Stack ramp = {python("ramp", "/w/three_phases.c", 24), python("main", "/w/three_phases.c", 44)};
+  Stack fill = {python("fill", "/w/three_phases.c", 10), python("main", "/w/three_phases.c", 45)};
+  std::vector<SiteAmount> list = {site(1, ramp, "malloc", 1, 300), site(2, fill, "malloc", 5, 200),
+                                  site(3, ramp, "malloc", 1, 100), site(4, ramp, "new", 1, 50), site(5, ramp, "malloc", 1, 10)};
+  std::vector<SiteAmount> byBytes = sitesBySameFrames(list, 5, false);
+  ASSERT_EQ(byBytes.size(), 3u);
+  EXPECT_EQ(std::make_tuple(byBytes[0].stack_id, byBytes[0].count, byBytes[0].bytes), std::make_tuple(int64_t{1}, int64_t{3}, int64_t{410}));
+  EXPECT_EQ(byBytes[1].stack_id, 2);
+  EXPECT_EQ(std::make_tuple(byBytes[2].kind, byBytes[2].bytes), std::make_tuple(std::string("new"), int64_t{50}));
+  std::vector<SiteAmount> byCount = sitesBySameFrames(list, 1, true);
+  ASSERT_EQ(byCount.size(), 1u);
+  EXPECT_EQ(byCount[0].stack_id, 2);
+}
