@@ -130,6 +130,9 @@ class Recording {
   // The same frames without a copy: pointers into the per-ip cache, which lives as long as the
   // recording. For passes over every site (exports): 600k cached stacks of 50 frames were GBs.
   void stackFrames(int64_t stack_id, std::vector<const Frame*>* out) const;
+  // The frames of stack(), copied and not kept: for passes that read every site's stack once
+  // (check's suppressions, diff's keys), where caching 550,000 stacks took more than 6 GB.
+  Stack uncachedStack(int64_t stack_id) const;
   // At most `max_frames` frames copied by stack() over this recording's life (0, the default: no
   // limit); past it stack() throws FilterError. The CLI sets one so that a --top that would not
   // fit in memory (a PyTorch run's 210,000 leak sites of ~55 frames) fails with a message.

@@ -72,9 +72,7 @@ PeakOfKind peakOf(const Recording& rec, const std::vector<Process>& procs, PeakK
   return best;
 }
 
-// What was live at an image's peak: the heap peak's live set (sites.peak_*), or for mmap the
-// sites of that kind by their own most-live bytes (the schema keeps no mmap-peak live set).
-std::vector<Site> sitesAtPeak(const std::vector<Site>& all, int64_t image, PeakKind kind) {
+std::vector<Site> sitesAtPeak(const Recording& rec, const std::vector<Site>& all, int64_t image, PeakKind kind) {
   std::vector<Site> out;
   for (const auto& s : all) {
     if (s.image_id != image) continue;
@@ -85,6 +83,7 @@ std::vector<Site> sitesAtPeak(const std::vector<Site>& all, int64_t image, PeakK
   auto key = [kind](const Site& s) { return kind == PeakKind::Mmap ? s.max_live_bytes : s.peak_bytes; };
   std::stable_sort(out.begin(), out.end(), [&](const Site& x, const Site& y) { return key(x) > key(y); });
   if (out.size() > kPeakSitesShown) out.resize(kPeakSitesShown);
+  for (Site& s : out) s.stack = rec.uncachedStack(s.stack_id);
   return out;
 }
 
@@ -174,7 +173,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
   CheckResult r;
   r.processes = processes(rec);
   r.python_processes = detail::pythonImageCount(rec);
-  std::vector<Site> all = sites(rec);
+  std::vector<Site> all = detail::siteRows(rec, {});  // stacks read below, only where needed
   // Leak kinds: a heap site counts only its blocks of the chosen kinds.
   const auto byKind = leakKindsBySite(rec);
   for (Site& s : all) {
@@ -203,7 +202,8 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     // Python's objects (record --python-allocators) are inside pymalloc's arenas, which count
     // here as the mmap blocks they are: not twice.
     if (detail::insideCountedMemory(s.kind)) continue;
-    if (Suppression* sup = suppressions.match(s.stack, s.kind)) {
+    Stack stack = rec.uncachedStack(s.stack_id);
+    if (Suppression* sup = suppressions.match(stack, s.kind)) {
       sup->matched_sites += 1;
       sup->matched_leaks += s.leak_count;
       sup->matched_bytes += s.leak_bytes;
@@ -214,6 +214,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     r.leak_count += s.leak_count;
     r.leak_bytes += s.leak_bytes;
     r.leak_sites.push_back(s);
+    r.leak_sites.back().stack = std::move(stack);
   }
   std::stable_sort(r.leak_sites.begin(), r.leak_sites.end(),
                    [](const Site& a, const Site& b) { return a.leak_bytes > b.leak_bytes; });
@@ -227,7 +228,7 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     PeakOfKind pk = peakOf(rec, r.processes, limits.peak_kind);
     r.peak_bytes = pk.bytes;
     r.peak_image = pk.image;
-    r.peak_sites = sitesAtPeak(all, pk.image, limits.peak_kind == PeakKind::Rss ? PeakKind::Heap : limits.peak_kind);
+    r.peak_sites = sitesAtPeak(rec, all, pk.image, limits.peak_kind == PeakKind::Rss ? PeakKind::Heap : limits.peak_kind);
   }
 
   auto fmt = [](const char* what, int64_t actual, const char* rel, int64_t limit) {
@@ -289,8 +290,8 @@ CheckResult check(const Recording& rec, const Limits& limits, SuppressionList& s
     if (limits.max_new_leak_sites) {
       // Baseline leak sites count as known whether or not they were suppressed there.
       std::set<std::pair<std::string, std::string>> known;
-      for (const auto& s : sites(*baseline))
-        if (s.leak_count > 0 || s.leak_bytes > 0) known.insert({siteKey(s.stack), s.kind});
+      for (const auto& s : detail::siteRows(*baseline, {}))
+        if (s.leak_count > 0 || s.leak_bytes > 0) known.insert({siteKey(baseline->uncachedStack(s.stack_id)), s.kind});
       for (const auto& s : r.leak_sites)
         if (!known.count({siteKey(s.stack), s.kind})) r.new_leak_sites.push_back(s);
       int64_t n = static_cast<int64_t>(r.new_leak_sites.size());

@@ -7,6 +7,7 @@
 
 #include "analyzer/check.h"
 #include "analyzer/format.h"
+#include "analyzer/sql.h"
 
 namespace memledger::analyzer {
 
@@ -19,16 +20,17 @@ std::string baseName(const std::string& path) {
 
 struct Side {
   DiffAmounts amounts;
-  Stack stack;
+  int64_t stack_id = 0;  // of the first site with this key: its stack is read for the changed ones
 };
 
 using SiteMap = std::map<std::pair<std::string, std::string>, Side>;  // (key, kind)
 
 SiteMap collect(const Recording& rec) {
   SiteMap out;
-  for (const auto& s : sites(rec)) {
-    Side& side = out[{siteKey(s.stack), s.kind}];
-    if (side.stack.empty()) side.stack = s.stack;
+  for (const auto& s : detail::siteRows(rec, {})) {
+    auto [it, added] = out.try_emplace({siteKey(rec.uncachedStack(s.stack_id)), s.kind});
+    Side& side = it->second;
+    if (added) side.stack_id = s.stack_id;
     DiffAmounts& a = side.amounts;
     a.leak_count += s.leak_count;
     a.leak_bytes += s.leak_bytes;
@@ -110,7 +112,7 @@ DiffResult diff(const Recording& a, const Recording& b) {
     d.kind = k.second;
     if (x) d.a = x->amounts;
     if (y) d.b = y->amounts;
-    d.stack = y ? y->stack : x->stack;
+    d.stack = y ? b.uncachedStack(y->stack_id) : a.uncachedStack(x->stack_id);
     d.status = !x ? DiffStatus::New : !y ? DiffStatus::Gone : sameAmounts(d.a, d.b) ? DiffStatus::Same : DiffStatus::Changed;
     if (d.status == DiffStatus::Same) return;
     for (int64_t delta : {d.b.leak_bytes - d.a.leak_bytes, d.b.peak_bytes - d.a.peak_bytes,

@@ -91,7 +91,7 @@ void completeWithUnclassified(LeakKindAmounts& a, int64_t count, int64_t bytes) 
 std::map<SiteKey, LeakKindAmounts> leakKindsBySite(const Recording& rec) {
   std::map<SiteKey, LeakKindAmounts> bySite = classified(rec, Filter{});
   std::map<SiteKey, LeakKindAmounts> out;
-  for (const Site& s : sites(rec)) {
+  for (const Site& s : detail::siteRows(rec, Filter{})) {  // amounts only: no stacks read
     if (s.leak_count <= 0 || !heapKind(s.kind)) continue;
     SiteKey key{s.stack_id, s.kind, s.image_id};
     LeakKindAmounts a{};

@@ -439,17 +439,22 @@ void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) co
   out->erase(out->begin(), out->begin() + static_cast<long>(n));
 }
 
+Stack Recording::uncachedStack(int64_t stack_id) const {
+  std::vector<const Frame*> ptrs;
+  stackFrames(stack_id, &ptrs);
+  Stack frames;
+  frames.reserve(ptrs.size());
+  for (const Frame* f : ptrs) frames.push_back(*f);
+  return frames;
+}
+
 const Stack& Recording::stack(int64_t stack_id) const {
   {
     std::shared_lock lock(impl_->stacksMutex);
     auto found = impl_->stacks.find(stack_id);
     if (found != impl_->stacks.end()) return found->second;
   }
-  std::vector<const Frame*> ptrs;
-  stackFrames(stack_id, &ptrs);
-  Stack frames;
-  frames.reserve(ptrs.size());
-  for (const Frame* f : ptrs) frames.push_back(*f);
+  Stack frames = uncachedStack(stack_id);
   std::unique_lock lock(impl_->stacksMutex);
   if (impl_->maxStackFrames && (impl_->stackFrames += frames.size()) > impl_->maxStackFrames)
     throw FilterError("memledger: the lists would hold more than " + std::to_string(impl_->maxStackFrames) +

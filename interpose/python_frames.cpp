@@ -158,11 +158,19 @@ inline uint64_t threadState() {
 
 }  // namespace
 
-void walk(ThreadCodes* tc, PyStack& out) {
+namespace {
+inline uint64_t foldStep(uint64_t h, uint64_t frame, int group) {
+  return wire::hashStep(h, frame ^ (uint64_t{static_cast<uint8_t>(group)} << 53));
+}
+}  // namespace
+
+void walk(ThreadCodes* tc, PyStack& out, uint64_t seed) {
   out.n = out.groups = out.unsent = 0;
+  out.hash = seed;
   if (!g_on || !tc) return;
   uint64_t ts = threadState();
   if (!ts) return;
+  uint64_t h = seed;
   const Layout& L = *g_l;
   uint64_t frame;
   if (L.tsCframe) {
@@ -202,37 +210,55 @@ void walk(ThreadCodes* tc, PyStack& out) {
     }
     if (offset >= 0 && offset < (1ll << 31)) {
       uint32_t serial = serialOf(tc, code, out);
-      out.frames[out.n] = kPyFrameBit | (uint64_t{serial} << 32) | static_cast<uint64_t>(offset);
+      uint64_t encoded = kPyFrameBit | (uint64_t{serial} << 32) | static_cast<uint64_t>(offset);
+      out.frames[out.n] = encoded;
       out.group[out.n] = static_cast<uint8_t>(out.groups);
+      h = foldStep(h, encoded, out.groups);
       if (++out.n == kMaxPyFrames) break;
     }
     if (groupEnd) ++out.groups;
     frame = previous;
   }
+  if (out.n) out.hash = wire::finalHash(wire::hashStep(h, static_cast<uint64_t>(out.groups)));
 }
 
 uint64_t foldHash(uint64_t h, const PyStack& ps) {
   if (ps.n == 0) return h;
-  for (int i = 0; i < ps.n; ++i) h = wire::hashStep(h, ps.frames[i] ^ (uint64_t{ps.group[i]} << 53));
+  for (int i = 0; i < ps.n; ++i) h = foldStep(h, ps.frames[i], ps.group[i]);
   return wire::finalHash(wire::hashStep(h, static_cast<uint64_t>(ps.groups)));
 }
 
-int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max) {
+int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max, EvalMemo* memo,
+          int fresh) {
   if (ps.n == 0) {
+    if (memo) memo->valid = 0;
     int k = n < max ? n : max;
     memcpy(out, native, static_cast<size_t>(k) * sizeof(uint64_t));
     return k;
   }
-  // Where the evaluation frames are, innermost first (one pass; the native runs between them
-  // are then copied whole).
-  uint8_t at[wire::kMaxFrames];
+  if (n > wire::kMaxFrames) n = wire::kMaxFrames;
+  // Where the evaluation frames are, innermost first (the native runs between them are then
+  // copied whole): the frames below the shared outer part are read, the memo gives the rest.
+  int scan = memo && memo->valid && fresh >= 0 && fresh < n ? fresh : n;
+  uint8_t at[wire::kMaxFrames + 1];
   int evals = 0;
-  for (int i = 0; i < n && i < wire::kMaxFrames; ++i) {
+  for (int i = 0; i < scan; ++i) {
     uint64_t pc = native[i] - 1;  // a return address: the call is the instruction before it
     bool eval = (pc >= g_evalStart && pc < g_evalEnd) || (pc >= g_coldStart[0] && pc < g_coldEnd[0]) ||
                 (pc >= g_coldStart[1] && pc < g_coldEnd[1]);
     at[evals] = static_cast<uint8_t>(i);
     evals += eval ? 1 : 0;
+  }
+  if (scan < n) {
+    for (int j = 0; j < memo->count; ++j) {
+      int d = memo->dist[j];  // innermost first: distances fall
+      if (d < n - scan) at[evals++] = static_cast<uint8_t>(n - 1 - d);
+    }
+  }
+  if (memo) {
+    memo->valid = 1;
+    memo->count = evals;
+    for (int g = 0; g < evals; ++g) memo->dist[g] = static_cast<uint8_t>(n - 1 - at[g]);
   }
   int k = 0;
   auto copy = [&](const uint64_t* from, int count) {

@@ -25,6 +25,8 @@
 
 #include <cstdint>
 
+#include "wire.h"
+
 namespace memledger::preload::py {
 
 inline constexpr uint64_t kPyFrameBit = 1ull << 63;
@@ -45,6 +47,7 @@ struct PyStack {
   int groups = 0;                // evaluation-loop invocations the frames belong to
   uint64_t frames[kMaxPyFrames];  // encoded (kPyFrameBit | serial << 32 | offset)
   uint8_t group[kMaxPyFrames];    // the invocation (0: innermost) each frame belongs to
+  uint64_t hash = 0;              // walk(): foldHash(seed, *this), folded while walking
   // Code objects this walk met that the current ring was not told about yet.
   int unsent = 0;
   uint64_t unsentCode[8];
@@ -55,12 +58,27 @@ extern bool g_on;  // a known CPython was found and frames are read
 void init();       // at bootstrap, once: finds the interpreter, chooses the layout
 void resetAfterFork();  // a fork child: locks whose holders may not exist there
 
-// Reads the current thread's frames into `out` (out.n == 0: none, e.g. not a Python thread).
-void walk(ThreadCodes* codes, PyStack& out);
+// Reads the current thread's frames into `out` (out.n == 0: none, e.g. not a Python thread),
+// and sets out.hash to foldHash(seed, out): folded frame by frame as they are read, the hash's
+// chain of multiplies overlaps the walk's loads instead of following them (0.04 s of torch's
+// import).
+void walk(ThreadCodes* codes, PyStack& out, uint64_t seed);
 // The stack's hash with the Python frames folded in (0 frames: the native hash unchanged).
 uint64_t foldHash(uint64_t nativeHash, const PyStack& ps);
+// Where the evaluation-loop frames were in the native stack merge() last saw, as distances
+// from its outermost frame (innermost first). A stack that shares its outer frames with that one
+// has its evaluation frames there at the same distances: merge() then reads only the frames
+// below them (a new stack of torch's import shares all but ~5 of ~50).
+struct EvalMemo {
+  int valid;  // 0: none (the last checked stack was not merged)
+  int count;
+  uint8_t dist[wire::kMaxFrames];
+};
 // Native frames (innermost first) merged with the Python ones into out (at most max); returns n.
-int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max);
+// memo (may be null): the evaluation frames of the stack whose outer native frames this one
+// shares, all but its innermost `fresh`; set to this stack's on return.
+int merge(const uint64_t* native, int n, const PyStack& ps, uint64_t* out, int max,
+          EvalMemo* memo = nullptr, int fresh = 0);
 // Sends the PyCode records of ps.unsent (inside a hook, before the Stack record using them).
 void sendCodes(const PyStack& ps);
 

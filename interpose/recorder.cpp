@@ -36,6 +36,7 @@ struct StackCache {
   py::ThreadCodes codes;
   py::PyStack py;
   uint64_t merged[wire::kMaxFrames];
+  py::EvalMemo evals;  // the evaluation frames of `checked`, when it was merged
 };
 
 namespace {
@@ -151,9 +152,9 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
   py::PyStack* ps = nullptr;
   if (py::g_on && cache) {
     ps = &cache->py;
-    py::walk(&cache->codes, *ps);
+    py::walk(&cache->codes, *ps, n ? hash : wire::kHashSeed);
     if (ps->unsent) py::sendCodes(*ps);
-    if (ps->n) hash = py::foldHash(n ? hash : wire::kHashSeed, *ps);
+    if (ps->n) hash = ps->hash;
     else ps = nullptr;
   }
   bool sendStack = (n > 0 || ps) && firstSight(cache, hash);
@@ -173,13 +174,19 @@ void recordAlloc(const void* p, size_t size, wire::AllocKind kind, wire::Op op, 
       for (int s = 0; s < n && s < m && ips[n - 1 - s] == cache->checked[m - 1 - s]; ++s) --fresh;
     }
     modulesEnsureCover(ips, fresh);
+    // The evaluation frames of the last checked stack stand for this one's in the outer frames
+    // both share; none known when it was not merged (or the table was just cleared).
+    int sharedWithChecked = cache && cache->checkedN ? n - fresh : 0;
     if (cache) {
       std::memcpy(cache->checked, ips, static_cast<size_t>(n) * sizeof(uint64_t));
       cache->checkedN = static_cast<uint32_t>(n);
     }
     if (ps) {
-      n = py::merge(ips, n, *ps, cache->merged, wire::kMaxFrames);
+      if (sharedWithChecked == 0) cache->evals.valid = 0;
+      n = py::merge(ips, n, *ps, cache->merged, wire::kMaxFrames, &cache->evals, n - sharedWithChecked);
       frames = cache->merged;
+    } else if (cache) {
+      cache->evals.valid = 0;
     }
     if (cache && cache->sentN) {
       int m = static_cast<int>(cache->sentN);

@@ -97,12 +97,12 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->module_ = w->prepare(
       "INSERT INTO modules(id, image_id, path, bias, start, end, load_ns) VALUES (?,?,?,?,?,?,?)");
   w->moduleGone_ = w->prepare("UPDATE modules SET unload_ns = ? WHERE id = ?");
-  w->ip_ = w->prepare("INSERT INTO ips(id, image_id, address) VALUES (?,?,?)");
+  w->bulk(w->ips_, "INSERT INTO ips(id, image_id, address)", 3);
   w->stack_ = w->prepare("INSERT INTO stack_nodes(first_id, image_id, nodes) VALUES (?,?,?)");
   w->site_ = w->prepare("INSERT INTO site_totals(image_id, sites) VALUES (?,?)");
-  w->alloc_ = w->prepare(
-      "INSERT INTO allocations(id, image_id, tid, kind, op, address, size, stack_id, t_alloc, "
-      "t_free, realloc_of) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  w->bulk(w->allocs_,
+          "INSERT INTO allocations(id, image_id, tid, kind, op, address, size, stack_id, t_alloc, "
+          "t_free, realloc_of)", 11);
   w->timeline_ = w->prepare("INSERT INTO timeline_buckets(image_id, buckets) VALUES (?,?)");
   // A bucket is flushed once; were it ever flushed twice, the entries simply add up.
   w->siteTimeline_ = w->prepare("INSERT INTO site_buckets(image_id, buckets) VALUES (?,?)");
@@ -111,17 +111,15 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "INSERT OR REPLACE INTO python_code(image_id, serial, name, file, first_line, version, linetable) "
       "VALUES (?,?,?,?,?,?,?)");
   w->pyFinal_ = w->prepare("INSERT OR REPLACE INTO python_finalize(image_id, t_ns) VALUES (?,?)");
-  w->pyFinalSite_ = w->prepare(
-      "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes, t_ns) VALUES (?,?,?,?,?,?)");
+  w->bulk(w->pyFinalSites_, "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes, t_ns)", 6);
   w->space_ = w->prepare(
       "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  w->peakSite_ = w->prepare(
-      "INSERT INTO peak_sites(space, image_id, stack_id, kind, count, bytes) VALUES (?,?,?,?,?,?)");
+  w->bulk(w->peakSites_, "INSERT INTO peak_sites(space, image_id, stack_id, kind, count, bytes)", 6);
   w->leakScan_ = w->prepare(
       "INSERT OR REPLACE INTO leak_scans(image_id, status, error, t_ns, duration_ns, root_bytes, "
       "block_bytes, blocks) VALUES (?,?,?,?,?,?,?,?)");
-  w->leakKind_ = w->prepare("INSERT OR REPLACE INTO leak_kinds(allocation_id, kind) VALUES (?,?)");
+  w->bulk(w->leakKinds_, "INSERT OR REPLACE INTO leak_kinds(allocation_id, kind)", 2);
   if (!w->ok()) {
     *error = w->error_;
     return nullptr;
@@ -130,10 +128,10 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 }
 
 DbWriter::~DbWriter() {
-  for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, ip_, stack_, site_, alloc_,
-                           timeline_, siteTimeline_, marker_, space_, peakSite_, pyCode_, pyFinal_,
-                           leakScan_, leakKind_, pyFinalSite_})
+  for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, stack_, site_, timeline_,
+                           siteTimeline_, marker_, space_, pyCode_, pyFinal_, leakScan_})
     sqlite3_finalize(st);
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) b->finalize();
   if (db_) sqlite3_close_v2(db_);
 }
 
@@ -163,13 +161,39 @@ void DbWriter::begin() {
   if (!inTx_ && exec("BEGIN")) inTx_ = true;
 }
 
-void DbWriter::step(sqlite3_stmt* st) {
+void DbWriter::bulk(BulkRows& b, const char* head, int cols) {
+  if (ok() && !b.prepare(db_, head, cols)) fail("prepare");
+}
+
+bool DbWriter::startRow(BulkRows& b) {
+  if (!b.ready()) return false;
+  if (b.full()) writeBulk(b);
+  b.startRow();
+  return true;
+}
+
+void DbWriter::writeBulk(BulkRows& b) {
+  if (b.empty()) return;
+  b.write([this](sqlite3_stmt* st, int rows) { step(st, rows); });
+}
+
+bool DbWriter::bulkPending() const {
+  for (const BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_})
+    if (!b->empty()) return true;
+  return false;
+}
+
+void DbWriter::flushBulk() {
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) writeBulk(*b);
+}
+
+void DbWriter::step(sqlite3_stmt* st, int rows) {
   if (ok()) {
     begin();
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) fail("write");
-    ++batchRows_;
-    ++rows_;
+    batchRows_ += static_cast<uint64_t>(rows);
+    rows_ += static_cast<uint64_t>(rows);
   }
   // Every insert binds all its parameters, so no sqlite3_clear_bindings (a cost per row).
   sqlite3_reset(st);
@@ -179,7 +203,7 @@ void DbWriter::step(sqlite3_stmt* st) {
 void DbWriter::maybeCommit(uint64_t now_ns) {
   // Packed rows still being filled count too: a program that only ticks (a timeline bucket per
   // interval, nothing else written) must still have its curve committed every interval.
-  bool pending = inTx_ || nodes_.count || buckets_.count || siteBuckets_.count || sites_.count;
+  bool pending = inTx_ || bulkPending() || nodes_.count || buckets_.count || siteBuckets_.count || sites_.count;
   if (pending && (now_ns - lastCommitNs_ >= kCommitEveryNs || batchRows_ >= kCommitEveryRows)) {
     commit();
     lastCommitNs_ = now_ns;
@@ -187,6 +211,7 @@ void DbWriter::maybeCommit(uint64_t now_ns) {
 }
 
 void DbWriter::commit() {
+  flushBulk();
   if (stack_) flushStackNodes();
   if (timeline_) writePacked(timeline_, 1, buckets_);
   if (siteTimeline_) writePacked(siteTimeline_, 1, siteBuckets_);
@@ -252,11 +277,10 @@ void DbWriter::setModuleUnload(int64_t id, uint64_t unload_ns) {
 }
 
 void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
-  if (!ip_) return;
-  sqlite3_bind_int64(ip_, 1, id);
-  sqlite3_bind_int64(ip_, 2, image);
-  bindU(ip_, 3, address);
-  step(ip_);
+  if (!startRow(ips_)) return;
+  ips_.put(id);
+  ips_.put(image);
+  ips_.putU(address);
 }
 
 namespace {
@@ -317,20 +341,21 @@ void DbWriter::insertSite(const SiteRow& r) {
 }
 
 void DbWriter::insertAllocation(const AllocationRow& r) {
-  sqlite3_stmt* st = alloc_;
-  if (!st) return;
-  sqlite3_bind_int64(st, 1, r.id);
-  sqlite3_bind_int64(st, 2, r.image_id);
-  sqlite3_bind_int64(st, 3, r.tid);
-  sqlite3_bind_text(st, 4, r.kind, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, r.op, -1, SQLITE_STATIC);
-  bindU(st, 6, r.address);
-  bindU(st, 7, r.size);
-  sqlite3_bind_int64(st, 8, r.stack_id);
-  bindU(st, 9, r.t_alloc);
-  bindOpt(st, 10, r.t_free);
-  bindOpt(st, 11, r.realloc_of);
-  step(st);
+  BulkRows& b = allocs_;
+  if (!startRow(b)) return;
+  b.put(r.id);
+  b.put(r.image_id);
+  b.put(r.tid);
+  b.putText(r.kind);
+  b.putText(r.op);
+  b.putU(r.address);
+  b.putU(r.size);
+  b.put(r.stack_id);
+  b.putU(r.t_alloc);
+  if (r.t_free) b.putU(*r.t_free);
+  else b.putNull();
+  if (r.realloc_of) b.put(*r.realloc_of);
+  else b.putNull();
 }
 
 // ---- leak kinds ----
@@ -350,11 +375,9 @@ void DbWriter::insertLeakScan(const LeakScanRow& r) {
 }
 
 void DbWriter::insertLeakKind(int64_t allocationId, int kind) {
-  sqlite3_stmt* st = leakKind_;
-  if (!st) return;
-  sqlite3_bind_int64(st, 1, allocationId);
-  sqlite3_bind_int(st, 2, kind);
-  step(st);
+  if (!startRow(leakKinds_)) return;
+  leakKinds_.put(allocationId);
+  leakKinds_.put(kind);
 }
 
 using packed::putSigned;
@@ -457,14 +480,14 @@ void DbWriter::insertPythonFinalize(int64_t image, uint64_t t_ns) {
 
 void DbWriter::insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count,
                                         uint64_t bytes, uint64_t t_ns) {
-  if (!pyFinalSite_) return;
-  sqlite3_bind_int64(pyFinalSite_, 1, image);
-  sqlite3_bind_int64(pyFinalSite_, 2, stack);
-  bindText(pyFinalSite_, 3, kind);
-  bindU(pyFinalSite_, 4, count);
-  bindU(pyFinalSite_, 5, bytes);
-  bindU(pyFinalSite_, 6, t_ns);
-  step(pyFinalSite_);
+  BulkRows& b = pyFinalSites_;
+  if (!startRow(b)) return;
+  b.put(image);
+  b.put(stack);
+  b.putText(kind);
+  b.putU(count);
+  b.putU(bytes);
+  b.putU(t_ns);
 }
 
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
@@ -496,15 +519,14 @@ void DbWriter::insertSpace(const SpaceRow& r) {
 }
 
 void DbWriter::insertPeakSite(const PeakSiteRow& r) {
-  sqlite3_stmt* st = peakSite_;
-  if (!st) return;
-  bindText(st, 1, r.space);
-  sqlite3_bind_int64(st, 2, r.image_id);
-  sqlite3_bind_int64(st, 3, r.stack_id);
-  sqlite3_bind_int(st, 4, r.kind);
-  bindU(st, 5, r.count);
-  bindU(st, 6, r.bytes);
-  step(st);
+  BulkRows& b = peakSites_;
+  if (!startRow(b)) return;
+  b.putText(r.space);
+  b.put(r.image_id);
+  b.put(r.stack_id);
+  b.put(r.kind);
+  b.putU(r.count);
+  b.putU(r.bytes);
 }
 
 void DbWriter::applyFinishSchema() {
@@ -519,12 +541,12 @@ void DbWriter::applyFinishSchema() {
 void DbWriter::close() {
   commit();
   if (!db_) return;
-  for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &ip_, &stack_, &site_,
-                            &alloc_, &timeline_, &siteTimeline_, &marker_, &space_, &peakSite_,
-                            &pyCode_, &pyFinal_, &leakScan_, &leakKind_, &pyFinalSite_}) {
+  for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &stack_, &site_, &timeline_,
+                            &siteTimeline_, &marker_, &space_, &pyCode_, &pyFinal_, &leakScan_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) b->finalize();
   // Fold the WAL back into the file: readers then need no -wal/-shm beside it.
   exec("PRAGMA journal_mode=DELETE");
   if (sqlite3_close(db_) != SQLITE_OK) fail("close");

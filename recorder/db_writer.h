@@ -1,5 +1,6 @@
-// The SQLite side of a recording (schemas/memledger.sql). Prepared statements, rows batched into
-// transactions that commit every ~100 ms or 64k rows, no indexes until finish(). WAL journal with
+// The SQLite side of a recording (schemas/memledger.sql). Prepared statements (the tables of
+// many small rows: 64 rows to a statement, db_bulk.h), rows batched into transactions that
+// commit every ~100 ms or 64k rows, no indexes until finish(). WAL journal with
 // synchronous=OFF: a committed batch survives the recorder being SIGKILLed (the OS has the
 // pages), and finish() switches back to a rollback journal so the product is one plain file.
 // A write error is remembered (first message kept) and later writes become no-ops: the recorder
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "db_bulk.h"
 #include "schemas/site_counters.h"
 
 struct sqlite3;
@@ -163,7 +165,15 @@ class DbWriter {
   // Commits, switches to a rollback journal (folding the WAL into the file) and closes.
   void close();
 
-  sqlite3* handle() { return db_; }
+  // The connection for a reader: the rows still buffered for a multi-row INSERT (db_bulk.h) are
+  // written first, so that it sees every row inserted so far.
+  sqlite3* handle() {
+    flushBulk();
+    return db_;
+  }
+  // The same without writing them: for a reader that only needs the rows up to some point and
+  // comes back for the rest (the symbol warmer, every round).
+  sqlite3* handleAsIs() { return db_; }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   uint64_t rowsWritten() const { return rows_; }
@@ -172,7 +182,13 @@ class DbWriter {
   DbWriter() = default;
   bool exec(const char* sql);
   sqlite3_stmt* prepare(const char* sql);
-  void step(sqlite3_stmt* st);
+  void bulk(BulkRows& b, const char* head, int cols);
+  void step(sqlite3_stmt* st, int rows = 1);
+  // Starts a row of `b`, writing its buffer first when full; false: the table is not open.
+  bool startRow(BulkRows& b);
+  void writeBulk(BulkRows& b);
+  void flushBulk();
+  bool bulkPending() const;  // rows buffered for a multi-row INSERT, not written yet
   void begin();
   void fail(const char* what);
   // A packed row being filled (stack_nodes, timeline_buckets, site_buckets, site_totals): its image, how many
@@ -206,11 +222,12 @@ class DbWriter {
   int64_t prevSiteStack_ = 0;
   std::vector<uint8_t> packed_;
   sqlite3_stmt *meta_ = nullptr, *process_ = nullptr, *module_ = nullptr, *moduleGone_ = nullptr,
-               *ip_ = nullptr, *stack_ = nullptr, *site_ = nullptr, *alloc_ = nullptr,
+               *stack_ = nullptr, *site_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
-               *space_ = nullptr, *peakSite_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr,
-               *pyFinalSite_ = nullptr;
-  sqlite3_stmt *leakScan_ = nullptr, *leakKind_ = nullptr;  // leak kinds
+               *space_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr;
+  sqlite3_stmt* leakScan_ = nullptr;  // leak kinds
+  // The tables of many small rows, written 64 rows to a statement.
+  BulkRows ips_, allocs_, leakKinds_, peakSites_, pyFinalSites_;
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

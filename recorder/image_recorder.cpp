@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "end_times.h"
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -133,6 +134,7 @@ void ImageRecorder::onRecord(const Decoded& r) {
       if (!pyFinalizeNs_) {
         pyFinalizeNs_ = std::max<uint64_t>(rel(r.ts), 1);
         db_.insertPythonFinalize(id_, pyFinalizeNs_);
+        EndTimer timer("finalize sites");
         writeFinalizeSites();
       }
       break;

@@ -52,10 +52,12 @@ void ImageRecorder::onStack(const Decoded& r) {
     internStack(r.a, full.data(), full.size(), outer);
     interned = !full.empty();
   }
-  // addToStackTree left the path of `full` in scratchHashes_ and scratchNodes_.
+  // addToStackTree left the path of `full` in scratchHashes_ and scratchNodes_ (exactly
+  // full.size() + 1 entries): taken by swapping, not copied (~1.2 KB a stack of 100 frames, 700k
+  // new stacks on torch's import). The thread's old path becomes the next scratch space.
   if (interned) {
-    last.pathHashes.assign(scratchHashes_.begin(), scratchHashes_.begin() + static_cast<long>(full.size()) + 1);
-    last.pathNodes.assign(scratchNodes_.begin(), scratchNodes_.begin() + static_cast<long>(full.size()) + 1);
+    last.pathHashes.swap(scratchHashes_);
+    last.pathNodes.swap(scratchNodes_);
   } else {
     last.pathHashes.clear();
   }

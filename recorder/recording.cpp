@@ -1,5 +1,7 @@
 #include "recording.h"
 
+#include "end_times.h"
+
 #include <algorithm>
 
 #include <sys/wait.h>
@@ -104,7 +106,10 @@ ImageRecorder& Recording::openImage(const ImageStart& s) {
 void Recording::closeImage(int64_t id, uint64_t ts, uint64_t waitNs, bool byExec) {
   Image* im = find(id);
   if (!im || im->rec->closed()) return;
-  im->rec->close(ts);
+  {
+    EndTimer timer("image close");
+    im->rec->close(ts);
+  }
   im->row.end_ns = ts > opt_.origin_ns ? ts - opt_.origin_ns : 0;
   im->row.wait_ns = waitNs;
   im->execd = byExec;
@@ -203,6 +208,7 @@ uint32_t Recording::globalSpace(const std::string& name) {
 
 // Image 0's spaces rows and the live set at each simultaneous peak (schema: spaces, peak_sites).
 void Recording::writeGlobalPeaks() {
+  EndTimer timer("global peaks");
   std::vector<PeakSiteRow> live;
   for (size_t g = 0; g < globals_.size(); ++g) {
     const GlobalSpace& gs = globals_[g];

@@ -24,6 +24,7 @@
 
 #include "compress.h"
 #include "db_writer.h"
+#include "end_times.h"
 #include "launch.h"
 #include "proc_sample.h"
 #include "recording.h"
@@ -227,6 +228,7 @@ void Session::registerImage(Registration reg) {
   bool scan = opt_.leakScan;
   img.setLeakScanHook([ringPtr, imgPtr, pid, scan](const Decoded& r) {
     bool ok = false;
+    EndTimer timer("leak scan");
     if (scan) ok = imgPtr->runLeakScan(pid, r);
     ringPtr->answerScan(ok);
   });
@@ -482,7 +484,7 @@ int runSession(const SessionOptions& optIn) {
   session.beforeLastClose(startSymbols);
   if (warmer)
     session.everyRound([&](uint64_t now) {
-      if (db->ok()) warmer->tick(db->handle(), now);
+      if (db->ok()) warmer->tick(db->handleAsIs(), now);
     });
   int code = session.run(child);
   // What draining cost this thread (drain, pair, aggregate, write; the last image's close
@@ -496,8 +498,11 @@ int runSession(const SessionOptions& optIn) {
   sigprocmask(SIG_SETMASK, &oldMask, nullptr);
 
   if (!symbolsStarted) startSymbols();
-  rec.finish(monotonicNs(), session.lost());
-  if (symbolizer.joinable()) {
+  {
+    EndTimer timer("finish");
+    rec.finish(monotonicNs(), session.lost());
+  }
+  if (EndTimer timer("symbols (wait, write)"); symbolizer.joinable()) {
     symbolizer.join();
     if (db->ok() && !symbols.write(db->handle(), nullptr, &err))
       std::fprintf(stderr, "memledger: warning: symbolization failed: %s\n", err.c_str());
@@ -516,14 +521,18 @@ int runSession(const SessionOptions& optIn) {
                  static_cast<unsigned long long>(checked->differ()));
   if (!session.anyRegistered() && opt.warnIfNothingRegisters)
     std::fprintf(stderr, "memledger: warning: no process registered with the recorder; nothing was recorded\n");
-  db->applyFinishSchema();
-  db->setMeta("complete", "1");
-  db->close();
+  {
+    EndTimer timer("indexes, close");
+    db->applyFinishSchema();
+    db->setMeta("complete", "1");
+    db->close();
+  }
   if (!db->ok()) {
     std::fprintf(stderr, "memledger: error writing '%s': %s\n", opt.output.c_str(), db->error().c_str());
     return code ? code : 2;
   }
   if (opt.compress) {
+    EndTimer timer("compress");
     CompressStats cs;
     if (!compressRecording(opt.output, &cs, &err))
       std::fprintf(stderr, "memledger: warning: could not compress '%s' (it stays plain SQLite): %s\n",

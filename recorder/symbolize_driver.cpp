@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "db_bulk.h"
 #include "python_lines.h"
 
 namespace memledger::recorder {
@@ -307,35 +308,62 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
     return false;
   };
   if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return fail("begin");
-  Stmt setModule(db, "UPDATE ips SET module_id = ? WHERE id = ?");
-  Stmt addFrame(db, "INSERT OR REPLACE INTO frames(ip_id, depth, function, file, line) VALUES (?,?,?,?,?)");
+  // A run of consecutive ips in one module is one UPDATE (an import's new frames mostly come
+  // a run from one library at a time), the frames 64 rows to an INSERT (db_bulk.h).
+  Stmt setModule(db, "UPDATE ips SET module_id = ? WHERE id BETWEEN ? AND ?");
+  BulkRows addFrame;
   Stmt setBuildId(db, "UPDATE modules SET build_id = ? WHERE id = ?");
-  if (!setModule || !addFrame || !setBuildId) return fail("prepare");
+  if (!setModule || !setBuildId ||
+      !addFrame.prepare(db, "INSERT OR REPLACE INTO frames(ip_id, depth, function, file, line)", 5))
+    return fail("prepare");
+  bool stepFailed = false;
+  auto writeFrames = [&] {
+    addFrame.write([&](sqlite3_stmt* st, int) {
+      if (sqlite3_step(st) != SQLITE_DONE) stepFailed = true;
+      sqlite3_reset(st);
+    });
+    return !stepFailed;
+  };
+  const ModuleRow* runModule = nullptr;
+  int64_t runFirst = 0, runLast = 0;
+  auto endRun = [&] {
+    if (!runModule) return true;
+    sqlite3_bind_int64(setModule.get(), 1, runModule->id);
+    sqlite3_bind_int64(setModule.get(), 2, runFirst);
+    sqlite3_bind_int64(setModule.get(), 3, runLast);
+    bool ok = sqlite3_step(setModule.get()) == SQLITE_DONE;
+    sqlite3_reset(setModule.get());
+    runModule = nullptr;
+    return ok;
+  };
   for (size_t i = 0; i < d.ips.size(); ++i) {
     const ModuleRow* m = d.moduleOf[i];
     if (!m && !d.framesOf[i]) continue;
     int64_t ipId = d.ips[i].id;
     if (m) {
-      sqlite3_bind_int64(setModule.get(), 1, m->id);
-      sqlite3_bind_int64(setModule.get(), 2, ipId);
-      if (sqlite3_step(setModule.get()) != SQLITE_DONE) return fail("write ips");
-      sqlite3_reset(setModule.get());
+      if (runModule && (m != runModule || ipId != runLast + 1) && !endRun()) return fail("write ips");
+      if (!runModule) {
+        runModule = m;
+        runFirst = ipId;
+      }
+      runLast = ipId;
     }
     int depth = 0;
     for (const SymbolFrame& f : *d.framesOf[i]) {
-      sqlite3_stmt* s = addFrame.get();
-      sqlite3_bind_int64(s, 1, ipId);
-      sqlite3_bind_int(s, 2, depth++);
-      if (f.function.empty()) sqlite3_bind_null(s, 3);
-      else sqlite3_bind_text(s, 3, f.function.c_str(), -1, SQLITE_STATIC);
-      if (f.file.empty()) sqlite3_bind_null(s, 4);
-      else sqlite3_bind_text(s, 4, f.file.c_str(), -1, SQLITE_STATIC);
-      if (f.line > 0) sqlite3_bind_int(s, 5, f.line);
-      else sqlite3_bind_null(s, 5);
-      if (sqlite3_step(s) != SQLITE_DONE) return fail("write frames");
-      sqlite3_reset(s);
+      if (addFrame.full() && !writeFrames()) return fail("write frames");
+      addFrame.startRow();
+      addFrame.put(ipId);
+      addFrame.put(depth++);
+      if (f.function.empty()) addFrame.putNull();
+      else addFrame.putText(f.function);
+      if (f.file.empty()) addFrame.putNull();
+      else addFrame.putText(f.file);
+      if (f.line > 0) addFrame.put(f.line);
+      else addFrame.putNull();
     }
   }
+  if (!endRun()) return fail("write ips");
+  if (!writeFrames()) return fail("write frames");
   for (const ModuleRow& m : d.modules) {
     auto it = d.buildIds.find(m.path);
     if (it == d.buildIds.end() || it->second.empty()) continue;

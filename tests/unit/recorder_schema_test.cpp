@@ -263,3 +263,66 @@ TEST(RecorderSchema, SiteTotalsRoundTripThroughTheSitesTable) {
   sqlite3_close(db);
   std::filesystem::remove(path);
 }
+
+// The tables of many small rows are written 64 rows to an INSERT (recorder/db_bulk.h): every row
+// lands, in order, with its NULLs and text, whether it went in a full statement or in the tail
+// written row by row at a commit; a reader given the connection sees the rows not yet written;
+// INSERT OR REPLACE keeps the last of two rows for one key, as single inserts did.
+TEST(RecorderSchema, BulkRowsLandInOrderWithTheirNullsAndTail) {
+  std::string path = freshDbPath("bulk");
+  std::string err;
+  auto w = DbWriter::open(path, &err);
+  ASSERT_TRUE(w) << err;
+  for (int64_t i = 1; i <= 150; ++i) {  // two full statements and a tail of 22
+    memledger::recorder::AllocationRow r;
+    r.id = i;
+    r.image_id = 1;
+    r.tid = 7;
+    r.kind = i % 2 ? "malloc" : "new";
+    r.op = i % 2 ? "calloc" : "new[]";
+    r.address = 0x1000 + static_cast<uint64_t>(i);
+    r.size = static_cast<uint64_t>(i) * 16;
+    r.stack_id = 100 + i;
+    r.t_alloc = static_cast<uint64_t>(i) * 1000;
+    if (i % 3 == 0) r.t_free = static_cast<uint64_t>(i) * 2000;
+    if (i % 5 == 0) r.realloc_of = i - 1;
+    w->insertAllocation(r);
+    w->insertLeakKind(i, static_cast<int>(i % 4));
+  }
+  w->insertLeakKind(3, 9);  // replaces the first row for allocation 3
+  // The reader's connection sees all 150, none of them committed or stepped yet for the tail.
+  sqlite3_stmt* seen = nullptr;
+  sqlite3_prepare_v2(w->handle(), "SELECT count(*) FROM allocations", -1, &seen, nullptr);
+  ASSERT_EQ(sqlite3_step(seen), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(seen, 0), 150);
+  sqlite3_finalize(seen);
+  w->close();
+  ASSERT_TRUE(w->ok()) << w->error();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT a.rowid, a.id, a.tid, a.kind, a.op, a.address, a.size, a.stack_id, a.t_alloc, "
+                         "a.t_free, a.realloc_of, k.kind FROM allocations a JOIN leak_kinds k ON k.allocation_id = a.id "
+                         "ORDER BY a.rowid", -1, &st, nullptr);
+  int64_t i = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    ++i;
+    EXPECT_EQ(sqlite3_column_int64(st, 1), i);
+    EXPECT_EQ(sqlite3_column_int64(st, 2), 7);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 3)), i % 2 ? "malloc" : "new");
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 4)), i % 2 ? "calloc" : "new[]");
+    EXPECT_EQ(sqlite3_column_int64(st, 5), 0x1000 + i);
+    EXPECT_EQ(sqlite3_column_int64(st, 6), i * 16);
+    EXPECT_EQ(sqlite3_column_int64(st, 7), 100 + i);
+    EXPECT_EQ(sqlite3_column_int64(st, 8), i * 1000);
+    if (i % 3 == 0) EXPECT_EQ(sqlite3_column_int64(st, 9), i * 2000);
+    else EXPECT_EQ(sqlite3_column_type(st, 9), SQLITE_NULL);
+    if (i % 5 == 0) EXPECT_EQ(sqlite3_column_int64(st, 10), i - 1);
+    else EXPECT_EQ(sqlite3_column_type(st, 10), SQLITE_NULL);
+    EXPECT_EQ(sqlite3_column_int(st, 11), i == 3 ? 9 : i % 4) << "allocation " << i;
+  }
+  EXPECT_EQ(i, 150);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::filesystem::remove(path);
+}
