@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -543,7 +544,7 @@ std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stac
 // function, file and line in every frame, stackKey) added up: one line's calls through different
 // return addresses are distinct sites, but would read as the same line repeated. Ordered by
 // count (`by_count`) or bytes, as the list was.
-std::vector<SiteAmount> sitesBySameFrames(const std::vector<SiteAmount>& sites, size_t top, bool by_count);
+std::vector<SiteAmount> sitesBySameFrames(std::span<const SiteAmount> sites, size_t top, bool by_count);
 // A stable key for matching the same stack across two recordings (function/file/line, not ids).
 std::string stackKey(const Stack& stack);
 const char* patternName(PatternKind kind);  // realloc_growth | same_size_churn | many_same_size_live

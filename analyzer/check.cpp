@@ -72,6 +72,8 @@ PeakOfKind peakOf(const Recording& rec, const std::vector<Process>& procs, PeakK
   return best;
 }
 
+// What was live at an image's peak: the heap peak's live set (sites.peak_*), or for mmap the
+// sites of that kind by their own most-live bytes (the schema keeps no mmap-peak live set).
 std::vector<Site> sitesAtPeak(const Recording& rec, const std::vector<Site>& all, int64_t image, PeakKind kind) {
   std::vector<Site> out;
   for (const auto& s : all) {

@@ -47,20 +47,18 @@ std::string formatCount(int64_t n) {
 
 namespace {
 
-bool endsWith(std::string_view s, std::string_view tail) { return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail; }
-
 std::string evidenceValue(const std::string& key, const nlohmann::json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) {
     int64_t n = v.get<int64_t>();
-    if (endsWith(key, "_bytes") || endsWith(key, "_size") || key == "size") return formatBytes(n);
-    if (endsWith(key, "_ns")) return formatDuration(n);
+    if (key.ends_with("_bytes") || key.ends_with("_size") || key == "size") return formatBytes(n);
+    if (key.ends_with("_ns")) return formatDuration(n);
     if (key == "pid" || key == "device") return std::to_string(n);
     return formatCount(n);
   }
   if (v.is_number()) {
     double d = v.get<double>();
     char buf[64];
-    if (key == "share" || endsWith(key, "_share"))
+    if (key == "share" || key.ends_with("_share"))
       std::snprintf(buf, sizeof buf, "%.0f%%", d * 100);
     else
       std::snprintf(buf, sizeof buf, "%.2f", d);
@@ -77,8 +75,8 @@ std::string formatEvidence(const nlohmann::json& evidence) {
   std::string out;
   for (const auto& [key, value] : evidence.items()) {
     std::string label = key;
-    if (endsWith(label, "_bytes")) label.resize(label.size() - 6);  // the unit says it
-    if (endsWith(label, "_ns")) label.resize(label.size() - 3);
+    if (label.ends_with("_bytes")) label.resize(label.size() - 6);  // the unit says it
+    if (label.ends_with("_ns")) label.resize(label.size() - 3);
     for (char& c : label)
       if (c == '_') c = ' ';
     out += (out.empty() ? "" : " · ") + label + ": " + evidenceValue(key, value);

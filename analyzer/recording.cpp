@@ -30,7 +30,6 @@ std::string msgCorrupt(const std::string& path) {
   return "memledger: '" + path + "' is truncated or corrupt";
 }
 
-
 uint32_t be32(const unsigned char* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -86,7 +85,7 @@ struct Recording::Impl {
   std::unordered_map<int64_t, int64_t> pids;  // image id -> pid
   std::shared_mutex stacksMutex;
   std::unordered_map<int64_t, Stack> stacks;
-  size_t stackFrames = 0, maxStackFrames = 0;  // copied into `stacks`, and the limit (0: none)
+  size_t cachedFrames = 0, maxStackFrames = 0;  // copied into `stacks`, and the limit (0: none)
   std::shared_mutex ipFramesMutex;
   std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
   std::once_flag stackIpsOnce;
@@ -456,7 +455,7 @@ const Stack& Recording::stack(int64_t stack_id) const {
   }
   Stack frames = uncachedStack(stack_id);
   std::unique_lock lock(impl_->stacksMutex);
-  if (impl_->maxStackFrames && (impl_->stackFrames += frames.size()) > impl_->maxStackFrames)
+  if (impl_->maxStackFrames && (impl_->cachedFrames += frames.size()) > impl_->maxStackFrames)
     throw FilterError("memledger: the lists would hold more than " + std::to_string(impl_->maxStackFrames) +
                       " stack frames (about 2 KB each until written): lower --top, or export every site with "
                       "`memledger export --format folded` or `--format pprof`");

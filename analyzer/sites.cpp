@@ -98,7 +98,7 @@ std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stac
   return out;
 }
 
-std::vector<SiteAmount> sitesBySameFrames(const std::vector<SiteAmount>& sites, size_t top, bool by_count) {
+std::vector<SiteAmount> sitesBySameFrames(std::span<const SiteAmount> sites, size_t top, bool by_count) {
   std::vector<SiteAmount> out;
   std::unordered_map<std::string, size_t> at;
   for (const SiteAmount& s : sites) {

@@ -3,6 +3,7 @@
 #include <QApplication>
 
 #include <algorithm>
+#include <span>
 
 #include "analyzer/format.h"
 #include "gui/theme.h"
@@ -28,7 +29,7 @@ QString topList(const QString& title, const QString& link, const std::vector<an:
   QString h = QString("<h3><a href='%1'>%2</a></h3><table cellspacing=0 cellpadding=2>").arg(link, title);
   // Only the head of the list is added up: keying all of a PyTorch run's 1000 listed stacks of ~55
   // frames each held the GUI thread for 60 ms.
-  const std::vector<an::SiteAmount> head(sites.begin(), sites.begin() + std::ptrdiff_t(std::min<size_t>(sites.size(), 50)));
+  const std::span<const an::SiteAmount> head = std::span(sites).first(std::min<size_t>(sites.size(), 50));
   const std::vector<an::SiteAmount> shown = an::sitesBySameFrames(head, 5, counts);
   std::vector<const an::Stack*> stacks;
   for (const auto& s : shown) stacks.push_back(&s.stack);
