@@ -84,38 +84,50 @@ const Frame* siteFrame(const Stack& stack) {
   return named;
 }
 
-std::optional<RuntimeClass> pythonRuntimeClass(const Stack& stack, std::string_view kind) {
-  if (stack.empty()) return std::nullopt;
-  const Frame& inner = stack.front();
-  if (kind == "mmap" && inner.module && isInterpreterModule(*inner.module))
+uint8_t pythonFrameFacts(const Frame& f) {
+  uint8_t facts = 0;
+  const bool interpreterModule = f.module && isInterpreterModule(*f.module);
+  if (interpreterModule) facts |= kPyInterpreterModule;
+  if (isImportFrame(f)) facts |= kPyImport;
+  if ((f.function && isStartupEntry(*f.function)) || (isPythonFrame(f) && isSiteFrame(f))) facts |= kPyStartup;
+  if (isPythonFrame(f) || (f.function && isEvalFrame(*f.function)) || !f.module) facts |= kPyNotInterpreterOnly;
+  else if (interpreterModule) facts |= kPyInterpreter;
+  else if (!isCRuntimeModule(*f.module)) facts |= kPyNotInterpreterOnly;
+  return facts;
+}
+
+std::optional<RuntimeClass> pythonRuntimeClassOf(std::span<const uint8_t> frames, std::string_view kind) {
+  if (frames.empty()) return std::nullopt;
+  if (kind == "mmap" && (frames.front() & kPyInterpreterModule))
     return RuntimeClass{kOriginAllocator,
                         "CPython maps memory for its own allocator (obmalloc's arenas, the frame stacks' "
                         "chunks) and keeps it while anything in it lives.",
                         {}};
-  bool interpreter = false, onlyInterpreter = true, importing = false;
-  for (const Frame& f : stack) {
-    importing = importing || isImportFrame(f);
-    if ((f.function && isStartupEntry(*f.function)) || (isPythonFrame(f) && isSiteFrame(f)))
-      return RuntimeClass{kOriginRuntime,
-                          "The Python interpreter's own start-up (built-in types, codecs, the modules site "
-                          "imports), kept until it finalizes.",
-                          {}};
-    if (isPythonFrame(f) || (f.function && isEvalFrame(*f.function))) onlyInterpreter = false;
-    else if (!f.module) onlyInterpreter = false;
-    else if (isInterpreterModule(*f.module)) interpreter = true;
-    else if (!isCRuntimeModule(*f.module)) onlyInterpreter = false;
-  }
-  if (importing)
+  uint8_t any = 0;
+  for (uint8_t f : frames) any |= f;
+  if (any & kPyStartup)
+    return RuntimeClass{kOriginRuntime,
+                        "The Python interpreter's own start-up (built-in types, codecs, the modules site "
+                        "imports), kept until it finalizes.",
+                        {}};
+  if (any & kPyImport)
     return RuntimeClass{kOriginRuntime,
                         "Made while a module was imported (its globals, functions, classes, code): modules "
                         "stay loaded until the interpreter finalizes.",
                         {}};
-  if (interpreter && onlyInterpreter)
+  if ((any & kPyInterpreter) && !(any & kPyNotInterpreterOnly))
     return RuntimeClass{kOriginRuntime,
                         "The Python interpreter's own C code, with no Python code running (its start-up, "
                         "its threads' bootstrap, its finalization).",
                         {}};
   return std::nullopt;
+}
+
+std::optional<RuntimeClass> pythonRuntimeClass(const Stack& stack, std::string_view kind) {
+  std::vector<uint8_t> facts;
+  facts.reserve(stack.size());
+  for (const Frame& f : stack) facts.push_back(pythonFrameFacts(f));
+  return pythonRuntimeClassOf(facts, kind);
 }
 
 }  // namespace memledger::analyzer

@@ -3,7 +3,9 @@
 // the report, the exports, check and the suggestions agree on it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -43,5 +45,17 @@ const Frame* siteFrame(const Stack& stack);
 // nullopt for the rest: a stack with a program's Python frame, an extension's native frame, or
 // the evaluation loop (a recording made with --no-python runs the program's code there).
 std::optional<RuntimeClass> pythonRuntimeClass(const Stack& stack, std::string_view kind);
+
+// The same in two steps, for passes over many stacks that share frames: what each frame tells
+// (computed once a frame), then a stack's class from its frames' facts, innermost first.
+enum PythonFrameFact : uint8_t {
+  kPyStartup = 1,              // Py_Initialize* or site's code
+  kPyImport = 2,               // the import system
+  kPyInterpreter = 4,          // the interpreter's own native code (not the evaluation loop)
+  kPyNotInterpreterOnly = 8,   // Python code, the evaluation loop, or a module not the interpreter's or libc's
+  kPyInterpreterModule = 16,   // a frame of the interpreter's module (any)
+};
+uint8_t pythonFrameFacts(const Frame& f);
+std::optional<RuntimeClass> pythonRuntimeClassOf(std::span<const uint8_t> frames, std::string_view kind);
 
 }  // namespace memledger::analyzer

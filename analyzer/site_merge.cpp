@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <unordered_map>
 
 #include "analyzer/sql.h"
 #include "analyzer/suppressions.h"
@@ -170,9 +171,20 @@ std::vector<Site> mergeSiteRows(const Recording& rec, std::vector<Site> sites, s
   return out;
 }
 
-void classifyOrigins(std::vector<SiteAmount>& sites) {
+void classifyOrigins(const Recording& rec, std::vector<SiteAmount>& sites) {
+  // By the frames' addresses in the recording's cache: the frames of s.stack (rec.stack()).
+  std::unordered_map<const Frame*, FrameOrigin> known;
+  std::vector<const Frame*> frames;
+  std::vector<FrameOrigin> origins;
   for (SiteAmount& s : sites) {
-    auto c = runtimeClass(s.stack, s.kind);
+    rec.stackFrames(s.stack_id, &frames);
+    origins.clear();
+    for (const Frame* f : frames) {
+      auto [it, added] = known.try_emplace(f);
+      if (added) it->second = frameOrigin(*f);
+      origins.push_back(it->second);
+    }
+    auto c = runtimeClassOf(origins, s.kind);
     if (!c) continue;
     s.origin = c->origin;
     s.origin_reason = c->reason;

@@ -313,7 +313,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
       out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
   sortAndCut(out.sites, filter);
   attachStacks(rec, out.sites);
-  detail::classifyOrigins(out.sites);
+  detail::classifyOrigins(rec, out.sites);
   return out;
 }
 

@@ -169,9 +169,24 @@ const char* defaultSuppressionsText() { return kDefaults; }
 namespace {
 
 struct ClassifiedEntry {
-  std::string pattern;
+  std::string glob;  // the pattern as templateMatch() matches it: unanchored sides made `*`
   RuntimeClass cls;
+  bool matches(const std::optional<std::string>& text) const { return text && !text->empty() && globMatch(glob, *text); }
 };
+
+// templateMatch()'s glob of a (non-empty) pattern.
+std::string globOf(std::string_view pattern) {
+  std::string glob;
+  if (pattern.front() == '^')
+    pattern.remove_prefix(1);
+  else
+    glob += '*';
+  bool anchoredEnd = !pattern.empty() && pattern.back() == '$';
+  if (anchoredEnd) pattern.remove_suffix(1);
+  glob += pattern;
+  if (!anchoredEnd) glob += '*';
+  return glob;
+}
 
 // The built-in list with each entry's group (the "# runtime:" / "# allocator-internal:" comment
 // above it), parsed once.
@@ -191,7 +206,7 @@ const std::vector<ClassifiedEntry>& classifiedDefaults() {
       if (line.starts_with("leak:")) {
         RuntimeClass c = group;
         c.pattern = std::string(trim(line.substr(5)));
-        out.push_back({c.pattern, c});
+        out.push_back({globOf(c.pattern), c});
       }
     }
     return out;
@@ -201,13 +216,35 @@ const std::vector<ClassifiedEntry>& classifiedDefaults() {
 
 }  // namespace
 
+FrameOrigin frameOrigin(const Frame& f) {
+  FrameOrigin out;
+  const std::vector<ClassifiedEntry>& entries = classifiedDefaults();
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].matches(f.function) || entries[i].matches(f.file) || entries[i].matches(f.module)) {
+      out.entry = static_cast<int16_t>(i);
+      break;
+    }
+  out.python = pythonFrameFacts(f);
+  return out;
+}
+
+std::optional<RuntimeClass> runtimeClassOf(std::span<const FrameOrigin> frames, std::string_view kind) {
+  // The first entry in list order that matches any frame: the least of the frames' first entries.
+  int entry = -1;
+  for (const FrameOrigin& f : frames)
+    if (f.entry >= 0 && (entry < 0 || f.entry < entry)) entry = f.entry;
+  if (entry >= 0) return classifiedDefaults()[static_cast<size_t>(entry)].cls;
+  std::vector<uint8_t> python;
+  python.reserve(frames.size());
+  for (const FrameOrigin& f : frames) python.push_back(f.python);
+  return pythonRuntimeClassOf(python, kind);
+}
+
 std::optional<RuntimeClass> runtimeClass(const Stack& stack, std::string_view kind) {
-  for (const ClassifiedEntry& e : classifiedDefaults())
-    for (const Frame& f : stack)
-      if ((f.function && templateMatch(e.pattern, *f.function)) || (f.file && templateMatch(e.pattern, *f.file)) ||
-          (f.module && templateMatch(e.pattern, *f.module)))
-        return e.cls;
-  return pythonRuntimeClass(stack, kind);
+  std::vector<FrameOrigin> frames;
+  frames.reserve(stack.size());
+  for (const Frame& f : stack) frames.push_back(frameOrigin(f));
+  return runtimeClassOf(frames, kind);
 }
 
 }  // namespace memledger::analyzer

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,15 @@ struct RuntimeClass {
 // rules for a site of `kind` (pythonRuntimeClass); nullopt: the program's own code. `report` and
 // `check` read the same list (defaultSuppressionsText()) and rules.
 std::optional<RuntimeClass> runtimeClass(const Stack& stack, std::string_view kind = {});
+// The same in two steps, for passes over many stacks that share frames (a list's sites): what a
+// frame tells, computed once a frame (the first built-in entry matching it, -1 for none; its
+// pythonFrameFacts()), then a stack's class from its frames' facts, innermost first.
+struct FrameOrigin {
+  int16_t entry = -1;
+  uint8_t python = 0;
+};
+FrameOrigin frameOrigin(const Frame& f);
+std::optional<RuntimeClass> runtimeClassOf(std::span<const FrameOrigin> frames, std::string_view kind);
 
 // The text of the built-in list, in suppression-file syntax (printed by `check --help`).
 const char* defaultSuppressionsText();
