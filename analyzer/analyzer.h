@@ -102,6 +102,7 @@ struct OpenOptions {
 namespace detail {
 struct PythonSnapshot;  // analyzer/sql.h
 class ActivitySites;    // analyzer/site_activity.h
+class LeakedBlocks;     // analyzer/leaked_blocks.h
 }
 
 // A Recording may be used from several threads at once: its caches are locked and its SQLite
@@ -146,6 +147,9 @@ class Recording {
   // Every site with its space, leaks and peak, keyed as the per-site activity names them
   // (analyzer/site_activity.h), made once: each range's peak, live set and chart needs it.
   const detail::ActivitySites& activitySites() const;
+  // Every leaked block (allocation time, site, size, leak kind), read once: each time range's
+  // leaks are summed from it (analyzer/leaked_blocks.h).
+  const detail::LeakedBlocks& leakedBlocks() const;
 
  private:
   struct Impl;
@@ -523,6 +527,11 @@ Report reportFirstPart(const Recording& rec, const Filter& filter, QueryControl&
 void reportSecondPart(const Recording& rec, Report& report, QueryControl& control);
 std::vector<Site> sites(const Recording& rec, const Filter& filter, QueryControl& control);
 Leaks leaks(const Recording& rec, const Filter& filter, QueryControl& control);
+// What every time range of the recording reads, made now (each once per recording): the sites'
+// activity (a range's peak, live set, charts, trees), the leaked blocks and the Python leak
+// rule's timed snapshot (a range's leaks). For a front end that asks range after range (the
+// GUI, on a worker after open): the first range then costs what the others do.
+void prepareRanges(const Recording& rec);
 std::vector<Phase> phases(const Recording& rec, const Filter& filter, QueryControl& control);
 std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t> image_id, QueryControl& control);
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/leaked_blocks.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
 
@@ -61,6 +62,19 @@ bool heapKind(const std::string& kind) { return kind == "malloc" || kind == "new
 using SiteKey = std::tuple<int64_t, std::string, int64_t>;
 std::map<SiteKey, LeakKindAmounts> classified(const Recording& rec, const Filter& filter) {
   std::map<SiteKey, LeakKindAmounts> bySite;
+  if (filter.t_from_ns || filter.t_to_ns) {
+    // A time range (range after range in the GUI): from the leaked blocks in memory.
+    const detail::LeakedBlocks& blocks = rec.leakedBlocks();
+    if (blocks.available()) {
+      for (const detail::LeakedBlocks::Block& b : blocks.range(filter.t_from_ns, filter.t_to_ns)) {
+        if (b.leak_kind < 0) continue;
+        KindAmount& a = bySite[{b.stack, blocks.kinds()[b.kind], b.image}][b.leak_kind];
+        ++a.count;
+        a.bytes += b.size;
+      }
+      return bySite;
+    }
+  }
   if (!hasTable(rec, "leak_kinds")) return bySite;
   Statement q(rec,
               "SELECT a.stack_id, a.kind, a.image_id, k.kind, count(*), sum(a.size) FROM allocations a "

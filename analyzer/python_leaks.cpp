@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "analyzer.h"
+#include "leaked_blocks.h"
 #include "sql.h"
 #include "schemas/kinds.h"
 
@@ -70,6 +71,19 @@ void addLeftByKind(const SiteEntry& e, const Slot& slot, const Filter& filter,
   left.second += e.leak_bytes;
 }
 
+// PythonSnapshot::left: a site of which some blocks outlived finalization.
+void addLeftSite(const PythonSnapshot& py, const SiteEntry& e) {
+  if (e.leak_count > 0 && std::binary_search(py.images.begin(), py.images.end(), e.image_id))
+    py.left[e.image_id].insert(siteKey(e.stack_id, siteKindName(e.kind)));
+}
+
+void preparePythonRanges(const Recording& rec) {
+  const PythonSnapshot& py = rec.pythonSnapshot();
+  if (py.images.empty()) return;
+  std::call_once(py.left_once, [&] { forEachSite(rec, [&](const SiteEntry& e) { addLeftSite(py, e); }); });
+  readTimedRows(rec, py);
+}
+
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, std::vector<int64_t>* images) {
   if (!hasFinalizeSites(rec)) return {};
   const bool byTime = filter.t_from_ns || filter.t_to_ns;
@@ -99,8 +113,7 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
   bool summed = false;  // leftByKind made by the pass that made the sets
   std::call_once(py.left_once, [&] {
     forEachSite(rec, [&](const SiteEntry& e) {
-      if (e.leak_count > 0 && std::binary_search(py.images.begin(), py.images.end(), e.image_id))
-        py.left[e.image_id].insert(siteKey(e.stack_id, siteKindName(e.kind)));
+      addLeftSite(py, e);
       if (!byTime) addLeftByKind(e, slot, filter, leftByKind);
     });
     summed = !byTime;
@@ -172,6 +185,18 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
     };
     if (!byTime) {
       for (const auto& [kind, left] : leftByKind[at]) addLeft(kind, left.first, left.second);
+      continue;
+    }
+    if (const LeakedBlocks& blocks = rec.leakedBlocks(); blocks.available()) {  // in memory: range after range
+      std::vector<std::pair<int64_t, int64_t>> left(blocks.kinds().size());
+      for (const LeakedBlocks::Block& b : blocks.range(filter.t_from_ns, filter.t_to_ns))
+        if (b.image == image) {
+          ++left[b.kind].first;
+          left[b.kind].second += b.size;
+        }
+      for (size_t k = 0; k < left.size(); ++k)
+        if (left[k].first && (!filter.kind || *filter.kind == blocks.kinds()[k]))
+          addLeft(blocks.kinds()[k], left[k].first, left[k].second);
       continue;
     }
     Statement l(rec, ("SELECT kind, count(*), coalesce(sum(size), 0) FROM allocations WHERE image_id = ? "

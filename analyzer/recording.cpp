@@ -14,6 +14,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/control.h"
 #include "analyzer/inflate.h"
+#include "analyzer/leaked_blocks.h"
 #include "analyzer/site_activity.h"
 #include "analyzer/sql.h"
 
@@ -94,6 +95,8 @@ struct Recording::Impl {
   std::unique_ptr<detail::PythonSnapshot> python;  // read-only once loaded
   std::once_flag activityOnce;
   std::unique_ptr<detail::ActivitySites> activity;  // read-only once made
+  std::once_flag leakedOnce;
+  std::unique_ptr<detail::LeakedBlocks> leaked;  // read-only once read
   std::mutex ipStmtMutex;  // ipStmt and framesStmt: one reader at a time
   sqlite3_stmt* ipStmt = nullptr;
   sqlite3_stmt* framesStmt = nullptr;
@@ -316,6 +319,11 @@ const detail::PythonSnapshot& Recording::pythonSnapshot() const {
 const detail::ActivitySites& Recording::activitySites() const {
   std::call_once(impl_->activityOnce, [this] { impl_->activity = std::make_unique<detail::ActivitySites>(*this); });
   return *impl_->activity;
+}
+
+const detail::LeakedBlocks& Recording::leakedBlocks() const {
+  std::call_once(impl_->leakedOnce, [this] { impl_->leaked = std::make_unique<detail::LeakedBlocks>(*this); });
+  return *impl_->leaked;
 }
 
 namespace {

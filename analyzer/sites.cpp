@@ -9,6 +9,7 @@
 #include "analyzer/python_sites.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
+#include "analyzer/leaked_blocks.h"
 #include "schemas/kinds.h"
 
 namespace memledger::analyzer {
@@ -277,7 +278,25 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
   std::string pyImages = detail::pythonLeaks(rec, filter, out, &python);
   std::string images = detail::imageCondition(rec, filter, "image_id") + pyImages;
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
-  if (filter.t_from_ns || filter.t_to_ns) {
+  const bool byTime = filter.t_from_ns || filter.t_to_ns;
+  const detail::LeakedBlocks* blocks = byTime ? &rec.leakedBlocks() : nullptr;
+  if (blocks && blocks->available()) {
+    // Every leaked block has its own row (never folded), so the time filter is exact here; the
+    // rows are in memory (a range after range: the GUI).
+    const std::optional<std::vector<int64_t>> kept = detail::filterImages(rec, filter);
+    std::optional<size_t> kind;  // the filter's kind among the blocks' (none: no block has it)
+    if (filter.kind) {
+      auto it = std::lower_bound(blocks->kinds().begin(), blocks->kinds().end(), *filter.kind);
+      kind = it != blocks->kinds().end() && *it == *filter.kind ? size_t(it - blocks->kinds().begin()) : SIZE_MAX;
+    }
+    auto keep = [&](const detail::LeakedBlocks::Block& b) {
+      if (kind && b.kind != *kind) return false;
+      if (std::binary_search(python.begin(), python.end(), b.image)) return false;
+      return !kept || std::binary_search(kept->begin(), kept->end(), b.image);
+    };
+    for (const detail::LeakedSite& l : detail::leakedSites(blocks->range(filter.t_from_ns, filter.t_to_ns), keep))
+      out.sites.push_back(amount(rec, l.stack, blocks->kinds()[l.kind], l.image, l.count, l.bytes));
+  } else if (byTime) {
     // Every leaked block has its own row (never folded), so the time filter is exact here.
     std::string sql =
         "SELECT stack_id, kind, image_id, count(*), sum(size) FROM allocations "

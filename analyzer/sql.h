@@ -270,6 +270,8 @@ struct PythonSnapshot {
   mutable std::unordered_map<int64_t, std::unordered_set<uint64_t>> left;
 };
 std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec);
+// What a time range of the Python leak rule reads (PythonSnapshot's rows and left), read now.
+void preparePythonRanges(const Recording& rec);
 // How many images that rule applies to (they reached finalization).
 int64_t pythonImageCount(const Recording& rec);
 

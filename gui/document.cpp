@@ -143,11 +143,12 @@ void Document::open(const QString& path) {
           if (self->chartControl_) self->chartControl_->cancel();
           self->chartsBusy_ = false;
           self->openSeconds_ = seconds;
-          // Every site with its activity, which each range's peak and every chart replays: made
-          // now, beside the call trees' shapes, not by the first range.
+          // What every range reads (every site with its activity, which each range's peak and
+          // every chart replays; the leaked blocks): made now, beside the call trees' shapes,
+          // not by the first range.
           self->jobs_.append(QtConcurrent::run(&self->pool_, [rec = out->rec] {
             try {
-              (void)rec->activitySites();
+              an::prepareRanges(*rec);
             } catch (...) {  // the range that needs it reads it again and reports the error
             }
           }));
