@@ -161,6 +161,7 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
     }
     std::sort(live.begin(), live.end(),
               [](const Live& a, const Live& b) { return a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind; });
+    out.sites.reserve(out.sites.size() + live.size());
     for (size_t k = 0; k < live.size();) {
       SiteAmount s;
       s.stack_id = live[k].stack;
