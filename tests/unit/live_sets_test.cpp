@@ -50,7 +50,7 @@ std::string hex(const std::vector<uint8_t>& b) {
 
 TEST(PackedLiveSets, PeakEntriesRoundTripInAnyOrder) {
   std::vector<packed::PeakSiteEntry> in = {
-      {7, 1, 3, 300}, {2, 0, 1, 16}, {7, 0, 1, 8}, {1u << 40, 10, UINT64_MAX, 1}, {0, 4, 0, 0}};
+      {7, 1, 3, 300}, {2, 0, 1, 16}, {7, 0, 1, 8}, {uint64_t{1} << 40, 10, UINT64_MAX, 1}, {0, 4, 0, 0}};
   std::vector<uint8_t> blob;
   packed::encodeEntries(in.data(), in.data() + in.size(), blob);  // unsorted: deltas go both ways
   EXPECT_EQ(decodePeak(blob), in);
