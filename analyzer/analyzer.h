@@ -434,7 +434,7 @@ struct Suggestion {
   Stack stack;           // empty for process-wide advice (allocator tuning)
   nlohmann::json evidence;  // object of numbers; a suggestion always has evidence
   std::string confidence = "medium";  // high | medium | low: how well the evidence supports it
-  std::string confidence_reason;      // one sentence: why that confidence
+  std::string confidence_reason{};    // one sentence: why that confidence
 };
 
 // A space's or pool's live bytes in one bucket, summed over the processes alive then.

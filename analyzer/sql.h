@@ -181,6 +181,13 @@ class StackIps {
   bool packed_ = false;
   std::string path_;
   sqlite3_stmt* stmt_ = nullptr;
+  // The nodes read so far: by id in dense_ (stack ids are dense from 1; a hash lookup per node
+  // was the trees' largest cost), ids past kDenseIds in nodes_.
+  static constexpr int64_t kDenseIds = int64_t{1} << 22;  // 96 MiB of nodes at most
+  static constexpr size_t kUnread = SIZE_MAX;  // dense_[id].off of a node not read
+  const Node* find(int64_t id) const;
+  void put(int64_t id, Node n);  // keeps a node already read
+  std::vector<Node> dense_;
   std::unordered_map<int64_t, Node> nodes_;
   std::vector<uint32_t> arena_;
 };

@@ -2,6 +2,7 @@
 // on) or the stacks table of older recordings (analyzer/sql.h, class StackIps).
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -53,9 +54,9 @@ void StackIps::readPacked(int64_t stack_id) {
         whole = readVarint(p, end, &ip) && ip <= UINT32_MAX;
         if (whole) ips.push_back(static_cast<uint32_t>(ip));
       }
-      if (!nodes_.count(id)) {  // an id already read keeps its first reading
+      if (!find(id)) {  // an id already read keeps its first reading
         int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
-        nodes_.emplace(id, Node{parent, arena_.size(), ips.size()});
+        put(id, Node{parent, arena_.size(), ips.size()});
         arena_.insert(arena_.end(), ips.begin(), ips.end());
       }
       if (!whole || id == INT64_MAX) break;
@@ -67,7 +68,24 @@ void StackIps::readPacked(int64_t stack_id) {
   }
   sqlite3_reset(stmt_);
   // Not in any row (or past the damage): an empty stack, not asked for again.
-  nodes_.emplace(stack_id, Node{0, arena_.size(), 0});
+  put(stack_id, Node{0, arena_.size(), 0});
+}
+
+const StackIps::Node* StackIps::find(int64_t id) const {
+  if (id >= 0 && id < int64_t(dense_.size())) return dense_[size_t(id)].off == kUnread ? nullptr : &dense_[size_t(id)];
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+void StackIps::put(int64_t id, Node n) {
+  if (id < 0 || id >= kDenseIds) {
+    nodes_.emplace(id, n);
+    return;
+  }
+  if (id >= int64_t(dense_.size()))
+    dense_.resize(std::min<size_t>(size_t(kDenseIds), std::max<size_t>(size_t(id) + 1, dense_.size() * 2)),
+                  Node{0, kUnread, 0});
+  if (dense_[size_t(id)].off == kUnread) dense_[size_t(id)] = n;
 }
 
 std::vector<uint32_t> StackIps::of(int64_t stack_id) {
@@ -88,12 +106,12 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
   out.clear();
   size_t hops = 0;  // rows with empty ips make no frames: count rows too
   for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
-    auto it = nodes_.find(id);
-    if (it == nodes_.end() && !read) return false;
-    if (it == nodes_.end() && packed_) {
+    const Node* found = find(id);
+    if (!found && !read) return false;
+    if (!found && packed_) {
       readPacked(id);
-      it = nodes_.find(id);
-    } else if (it == nodes_.end()) {
+      found = find(id);
+    } else if (!found) {
       Node n{0, arena_.size(), 0};
       sqlite3_bind_int64(stmt_, 1, id);
       int rc = sqlite3_step(stmt_);
@@ -107,9 +125,10 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
         throwFor(rc, path_);
       }
       sqlite3_reset(stmt_);
-      it = nodes_.emplace(id, n).first;
+      put(id, n);
+      found = find(id);
     }
-    const Node& n = it->second;
+    const Node& n = *found;
     out.insert(out.end(), arena_.begin() + static_cast<std::ptrdiff_t>(n.off),
                arena_.begin() + static_cast<std::ptrdiff_t>(n.off + n.count));
     id = n.parent == id ? 0 : n.parent;

@@ -18,16 +18,20 @@
 # and samples/python/torch_peak.py (an MLP whose loop holds 64 MiB tensors at the heap peak: the
 # forward line 23 or the backward line 24; both skipped without torch). One run each, wall
 # clock of the whole command (the profiler's own start-up, writing and, for memledger,
-# symbolization included). "names" says whether memledger's peak
-# site #1 (and for leaky.py also leak site #1) has a frame at the expected file:line; memray and
-# heaptrack are not asked (heaptrack has no Python frames; memray's reader is not run here).
-# Prints the table and writes it as the last section of bench/RESULTS.md (after the marker that
-# bench/summarize.py keeps); logs and recordings go to bench/out/python/.
+# symbolization included); under each workload's line, a "cpu" line: the same runs' CPU time
+# (user + system, every process of the tree), which counts memledger's recorder process working
+# beside the program on another core (memray writes from the program's own threads and
+# symbolizes at report time, heaptrack interprets in a second process too). "names" says whether
+# memledger's peak site #1 (and for leaky.py also leak site #1) has a frame at the expected
+# file:line; memray and heaptrack are not asked (heaptrack has no Python frames; memray's
+# reader is not run here). Prints the table and writes it as the last section of
+# bench/RESULTS.md (after the marker that bench/summarize.py keeps); logs and recordings go to
+# bench/out/python/.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 MARK="<!-- bench/python_overhead.sh writes from here on -->"
 for a in "$@"; do  # help only: nothing is run, RESULTS.md stays as it is
-  [[ "$a" == -h || "$a" == --help ]] && { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+  [[ "$a" == -h || "$a" == --help ]] && { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
 done
 if [[ -z "${BENCH_PY_INNER:-}" ]]; then
   mkdir -p "$OUT/python"
@@ -41,7 +45,8 @@ if [[ -z "${BENCH_PY_INNER:-}" ]]; then
     echo "$MARK"
     echo "## Python frames: overhead and named lines (bench/python_overhead.sh $*)"
     echo
-    echo "One run each, wall clock of the whole command; ratios to plain python3. \"names\": whether"
+    echo "One run each, wall clock of the whole command (\"cpu\" lines: the same runs' user + system"
+    echo "time over the process tree); ratios to plain python3. \"names\": whether"
     echo "memledger's peak site #1 (leaky.py: also leak site #1) has a frame at the expected line."
     echo
     echo '```'
@@ -56,7 +61,7 @@ while (($#)); do
   case "$1" in
     --memledger) MEMLEDGER="${2:?--memledger needs a path}"; shift ;;
     --memray-python) MEMRAY_PY="${2:?--memray-python needs a path}"; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python_overhead.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -88,16 +93,19 @@ WL_SCRIPT[torch_peak]="$ROOT/samples/python/torch_peak.py"; WL_LINES[torch_peak]
 "$PY" -c 'import torch' 2>/dev/null || WL_NA[torch_mlp]="torch not importable by $PY"
 WL_NA[torch_peak]="${WL_NA[torch_mlp]:-}"
 
-# wall TAG CMD...: runs CMD under measure, prints its wall seconds or "failed(status)".
+# wall TAG CMD...: runs CMD under measure, prints its wall seconds or "failed"; its CPU seconds
+# (user + system of the whole process tree) are left in $P/TAG.cpu for cpu() to read.
 wall() {
   local tag="$1"; shift
-  rm -f "$P/$tag.m"
+  rm -f "$P/$tag.m" "$P/$tag.cpu"
   if measured "$P/$tag.m" "$@" > "$P/$tag.log" 2>&1 && [[ -s "$P/$tag.m" ]]; then
+    kv cpu_s "$(tail -1 "$P/$tag.m")" > "$P/$tag.cpu"
     kv wall_s "$(tail -1 "$P/$tag.m")"
   else
     echo "failed"
   fi
 }
+cpu() { [[ -s "$P/$1.cpu" ]] && cat "$P/$1.cpu" || echo "n/a"; }
 
 # names DB SCRIPT LINES: "yes (file:line)" when memledger's peak site #1 (and, for leaky.py, leak
 # site #1) has a frame at SCRIPT and one of LINES, else "no (what it names)".
@@ -151,4 +159,9 @@ for w in "${WL_NAMES[@]}"; do
   nm+="; --no-python: $(names "$P/$w.nopy.db" "$s" "${WL_LINES[$w]}" "$([[ $w == leaky ]] && echo 1 || echo 0)")"
   printf '%-10s %7ss %14s %14s %14s %14s %14s  %s\n' "$w" "$base" "$(cell "$ht")" "$(cell "$nopy")" \
     "$(cell "$withpy")" "$(cell "$mr")" "$(cell "$mrn")" "$nm"
+  base="$(cpu "$w.plain")"
+  [[ -n "$HT" ]] && ht="$(cpu "$w.ht")"
+  [[ -z "$MR_NA" ]] && { mr="$(cpu "$w.mr")"; mrn="$(cpu "$w.mrn")"; }
+  printf '%-10s %7ss %14s %14s %14s %14s %14s\n' "  cpu" "$base" "$(cell "$ht")" "$(cell "$(cpu "$w.nopy")")" \
+    "$(cell "$(cpu "$w.py")")" "$(cell "$mr")" "$(cell "$mrn")"
 done

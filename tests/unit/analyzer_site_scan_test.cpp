@@ -3,7 +3,9 @@
 // (ground truth in its header: leak_malloc 3 x 1000 B, leak_calloc 2 x 1000 B, leak_realloc one
 // block of 300 B, no_leak nothing) it gives exactly what `SELECT ... FROM sites` gives, entry by
 // entry and in the same order, and the exact leaks of each function; the activity's sites
-// (Recording::activitySites()) are made once and hold every site of a known kind.
+// (Recording::activitySites()) are made once and hold every site of a known kind. siteRows()
+// without a filter (decoded and sorted here, not by SQLite) lists what its query lists, in the
+// same order, on that run and on samples/fork_tree's tree of processes.
 #include <map>
 #include <string>
 #include <vector>
@@ -113,6 +115,40 @@ TEST(SiteScan, DecodesEverySiteAsTheSitesTableReadsIt) {
     replayed += e.allocs;
   }));
   EXPECT_EQ(replayed, allocations);
+}
+
+TEST(SiteScan, SiteRowsWithoutAFilterListAsTheQueryDoes) {
+  for (const char* sample : {"leak_chains", "fork_tree"}) {
+    std::string why;
+    std::string path = memledger::testing::sampleRecording(sample, &why);
+    if (path.empty()) GTEST_SKIP() << why;
+    Recording rec = Recording::open(path);
+    ASSERT_GE(rec.info().schema_version, 4);
+    const std::vector<Site> decoded = detail::siteRows(rec, {});
+    const std::vector<Site> queried = detail::siteRows(rec, {}, "1");  // a condition: SQLite lists them
+    ASSERT_EQ(decoded.size(), queried.size()) << sample;
+    ASSERT_GT(decoded.size(), 3u) << sample;
+    std::map<int64_t, int> images;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      const Site &a = decoded[i], &b = queried[i];
+      EXPECT_EQ(a.stack_id, b.stack_id) << sample << " " << i;
+      EXPECT_EQ(a.kind, b.kind) << sample << " " << i;
+      EXPECT_EQ(a.image_id, b.image_id) << sample << " " << i;
+      EXPECT_EQ(a.pid, b.pid) << sample << " " << i;
+      EXPECT_EQ(a.account, b.account) << sample << " " << i;
+      EXPECT_EQ(a.space, b.space) << sample << " " << i;
+#define MEMLEDGER_SAME(name) EXPECT_EQ(a.name, b.name) << #name << " of " << sample << " " << i;
+      MEMLEDGER_SITE_COUNTERS(MEMLEDGER_SAME)
+#undef MEMLEDGER_SAME
+      if (i) {
+        EXPECT_GE(decoded[i - 1].alloc_bytes, a.alloc_bytes) << sample << " " << i;
+      }
+      ++images[a.image_id];
+    }
+    if (std::string(sample) == "fork_tree") {
+      EXPECT_GT(images.size(), 1u);
+    }
+  }
 }
 
 }  // namespace
