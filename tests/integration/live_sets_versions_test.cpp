@@ -97,7 +97,9 @@ void expectSameAnswers(const Recorded& rec, const std::vector<std::vector<std::s
   for (bool times : {true, false}) {
     std::string old = downgraded(rec.db, times);
     EXPECT_GT(sqlInt(old, "SELECT count(*) FROM peak_sites"), 0);
-    if (python) EXPECT_GT(sqlInt(old, "SELECT count(*) FROM python_finalize_sites"), 0);
+    if (python) {
+      EXPECT_GT(sqlInt(old, "SELECT count(*) FROM python_finalize_sites"), 0);
+    }
     for (const auto& args : filters) {
       // A version 6 file without times answers a time filter by another rule (blocks live at exit).
       bool timed = std::find(args.begin(), args.end(), "--time") != args.end();
