@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analyzer/curve.h"
+#include "analyzer/live_sets.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
@@ -61,11 +62,8 @@ std::vector<DeviceSpace> deviceSpaces(const Recording& rec, size_t top) {
   for (DeviceSpace& d : out) byName[d.name] = &d;
   if (out.empty()) return out;
   for (DeviceSpace& d : out) {
-    detail::Statement q(rec, "SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = ?");
-    q.bind(1, d.name);
-    while (q.step())
-      d.peak_sites.push_back(withStack(rec, q.i64(0), detail::siteKindName(static_cast<uint64_t>(q.i64(1))), q.i64(2),
-                                       q.i64(3), q.i64(4)));
+    for (const detail::PeakSite& s : detail::peakSites(rec, d.name))
+      d.peak_sites.push_back(withStack(rec, s.stack_id, detail::siteKindName(s.kind), s.image_id, s.count, s.bytes));
     sortCut(d.peak_sites, top);
   }
   for (const Site& s : detail::siteRows(rec, {})) {

@@ -3,7 +3,7 @@
 // what a script kept (module globals, their lists) during finalization, so the blocks still live
 // at exit are only what finalization itself failed to free; those are counted apart.
 // The recorder writes the live set per site and allocation-time bucket at that instant
-// (python_finalize_sites): both answers are exact, a time filter's to the bucket.
+// (python_finalize_lists; python_finalize_sites before version 8, analyzer/live_sets.h): both answers are exact, a time filter's to the bucket.
 #include <algorithm>
 #include <map>
 #include <unordered_set>
@@ -13,6 +13,7 @@
 #include "analyzer.h"
 #include "leaked_blocks.h"
 #include "sql.h"
+#include "live_sets.h"
 #include "schemas/kinds.h"
 
 namespace memledger::analyzer::detail {
@@ -25,32 +26,26 @@ uint64_t siteKey(int64_t stack, const char* kind) {
   return (static_cast<uint64_t>(stack) << 8) | (k ? k->code : 255);
 }
 
-bool hasFinalizeSites(const Recording& rec) {
-  if (rec.info().schema_version < 6) return false;
-  Statement t(rec, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='python_finalize_sites'");
-  return t.step() && t.i64(0) > 0;
-}
-
 // Whether the snapshot keeps its blocks' allocation times (t_ns came within version 6).
-bool hasAllocationTimes(const Recording& rec) {
-  Statement t(rec, "SELECT count(*) FROM pragma_table_info('python_finalize_sites') WHERE name = 't_ns'");
-  return t.step() && t.i64(0) > 0;
-}
+bool hasAllocationTimes(const Recording& rec) { return finalizeSitesHaveTimes(rec); }
 
 // The snapshot's rows with their times (PythonSnapshot::rows), read once.
 void readTimedRows(const Recording& rec, const PythonSnapshot& py) {
   std::call_once(py.rows_once, [&] {
     py.timed = hasAllocationTimes(rec);
     if (!py.timed) return;
-    Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes, t_ns FROM python_finalize_sites");
-    while (q.step()) {
-      const uint64_t kind = PythonSnapshot::kindCode(q.text(2));
-      if (kind == 255 || q.isNull(5)) {
-        py.timed = false;
-        py.rows = {};
+    bool untimed = false;  // a row without its time, or of a kind this analyzer does not know
+    forEachFinalizeSite(rec, std::nullopt, [&](const FinalizeSite& s) {
+      if (untimed || s.kind == 255 || !s.t_ns) {
+        untimed = true;
         return;
       }
-      py.rows.push_back({q.i64(0), q.i64(1), q.i64(5), kind, q.i64(3), q.i64(4)});
+      py.rows.push_back({s.image_id, s.stack_id, *s.t_ns, s.kind, s.count, s.bytes});
+    });
+    if (untimed) {
+      py.timed = false;
+      py.rows = {};
+      return;
     }
     py.rows.shrink_to_fit();
   });
@@ -124,7 +119,6 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
   const int64_t width = rec.info().bucket_ns > 0 ? rec.info().bucket_ns : 1;
   if (byTime) out.python_bucket_ns = width;
   // A bucket counts when it overlaps the range: t_ns <= to and t_ns + width > from.
-  std::string timeCond = byTime ? " AND t_ns <= ? AND t_ns > ?" : "";
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
   const PythonSnapshot* snapshot = byTime ? nullptr : &py;  // summed over buckets once
   if (byTime) readTimedRows(rec, py);
@@ -150,14 +144,10 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
         if (row.image == image && row.t <= to && row.t > after && (!filter.kind || *filter.kind == siteKindName(row.kind)))
           live.push_back({row.stack, siteKindName(row.kind), row.count, row.bytes});
     } else {
-      Statement q(rec, ("SELECT stack_id, kind, count, bytes FROM python_finalize_sites WHERE image_id = ?" +
-                        timeCond + kindCond).c_str());
-      int arg = 1;
-      q.bind(arg++, image);
-      q.bind(arg++, to);
-      q.bind(arg++, after);
-      if (filter.kind) q.bind(arg++, *filter.kind);
-      while (q.step()) live.push_back({q.i64(0), q.text(1), q.i64(2), q.i64(3)});
+      forEachFinalizeSite(rec, image, [&](const FinalizeSite& s) {
+        if (s.t_ns && *s.t_ns <= to && *s.t_ns > after && (!filter.kind || *filter.kind == s.kind_name))
+          live.push_back({s.stack_id, std::string(s.kind_name), s.count, s.bytes});
+      });
     }
     std::sort(live.begin(), live.end(),
               [](const Live& a, const Live& b) { return a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind; });
@@ -225,18 +215,16 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
     while (q.step()) out->images.push_back(q.i64(0));
   }
   if (out->images.empty()) return out;
-  // torch_mlp's import: 213k rows, 210k sites.
-  Statement q(rec, "SELECT image_id, stack_id, kind, count, bytes FROM python_finalize_sites");
+  // torch_mlp's import: 213k entries, 210k sites.
   PythonSnapshot::Key key;
-  while (q.step()) {
-    key.image = q.i64(0);
-    key.stack = q.i64(1);
-    key.kind = PythonSnapshot::kindCode(std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(q.raw(), 2)),
-                                                         size_t(q.bytes(2))));
+  forEachFinalizeSite(rec, std::nullopt, [&](const FinalizeSite& s) {
+    key.image = s.image_id;
+    key.stack = s.stack_id;
+    key.kind = s.kind;
     auto& v = out->sites[key];
-    v.first += q.i64(3);
-    v.second += q.i64(4);
-  }
+    v.first += s.count;
+    v.second += s.bytes;
+  });
   return out;
 }
 

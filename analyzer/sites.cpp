@@ -6,6 +6,7 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/format.h"
+#include "analyzer/live_sets.h"
 #include "analyzer/python_sites.h"
 #include "analyzer/site_merge.h"
 #include "analyzer/sql.h"
@@ -198,21 +199,26 @@ std::vector<Process> processes(const Recording& rec) {
 
 namespace detail {
 // The heap's live set at its peak (no stacks): heap kinds only (account 0), never mmap or pools;
-// the simultaneous peak's (peak_sites) or image's own (sites.peak_*).
+// the simultaneous peak's (peak_site_lists or peak_sites: live_sets.h) or image's own (sites.peak_*).
 std::vector<SiteAmount> heapPeakSites(const Recording& rec, const Filter& filter, bool simultaneous, int64_t image) {
   std::vector<SiteAmount> out;
   if (simultaneous) {
     // Sites of several processes are merged before the cut (peak()): then every row is needed.
     const kinds::KindInfo* k = filter.kind ? kinds::byName(*filter.kind) : nullptr;
-    std::string sql = std::string("SELECT stack_id, kind, image_id, count, bytes FROM peak_sites WHERE space = 'heap'") +
-                      (filter.kind ? " AND kind = ?" : "") +
-                      (filter.top && !severalProcesses(rec, filter)
-                           ? " ORDER BY bytes DESC, count DESC, stack_id LIMIT " + std::to_string(*filter.top)
-                           : std::string());
-    Statement q(rec, sql.c_str());
-    if (filter.kind) q.bind(1, k ? int64_t{k->code} : int64_t{-1});
-    while (q.step())
-      out.push_back(amount(rec, q.i64(0), siteKindName(static_cast<uint64_t>(q.i64(1))), q.i64(2), q.i64(3), q.i64(4)));
+    std::vector<PeakSite> live = peakSites(rec, "heap");
+    if (filter.kind)
+      std::erase_if(live, [&](const PeakSite& s) { return !k || s.kind != k->code; });
+    if (filter.top && !severalProcesses(rec, filter) && live.size() > *filter.top) {
+      auto order = [](const PeakSite& a, const PeakSite& b) {
+        if (a.bytes != b.bytes) return a.bytes > b.bytes;
+        if (a.count != b.count) return a.count > b.count;
+        return a.stack_id != b.stack_id ? a.stack_id < b.stack_id : a.kind < b.kind;
+      };
+      std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(*filter.top), live.end(), order);
+      live.resize(*filter.top);
+    }
+    for (const PeakSite& s : live)
+      out.push_back(amount(rec, s.stack_id, siteKindName(s.kind), s.image_id, s.count, s.bytes));
     return out;
   }
   std::string sql = "SELECT stack_id, kind, image_id, peak_count, peak_bytes FROM sites "

@@ -1,8 +1,9 @@
 // Rows of one table buffered and written 64 to an INSERT statement (`VALUES (...), (...), ...`):
 // one sqlite3_step per 64 rows instead of one per row. The per-statement work (the step, the
 // VDBE's setup and halt, the reset, the journal checks) was most of the cost of a table of small
-// rows: torch_mlp's end writes ~420k rows of peak_sites and python_finalize_sites, and took
-// 0.36 s for them. The rows land in the order they were added, exactly as single inserts would.
+// rows: torch_mlp's end wrote ~420k rows of peak_sites and python_finalize_sites (schema 7), and
+// took 0.36 s for them (schema 8 packs those two: db_writer.h). The rows land in the order they
+// were added, exactly as single inserts would.
 #pragma once
 
 #include <cstdint>

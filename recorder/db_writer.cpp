@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "../schemas/packed.h"
+#include "../schemas/packed_sites.h"
 #include "schema_sql.h"
 
 namespace memledger::recorder {
@@ -111,11 +112,11 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
       "INSERT OR REPLACE INTO python_code(image_id, serial, name, file, first_line, version, linetable) "
       "VALUES (?,?,?,?,?,?,?)");
   w->pyFinal_ = w->prepare("INSERT OR REPLACE INTO python_finalize(image_id, t_ns) VALUES (?,?)");
-  w->bulk(w->pyFinalSites_, "INSERT INTO python_finalize_sites(image_id, stack_id, kind, count, bytes, t_ns)", 6);
+  w->pyFinalSites_ = w->prepare("INSERT INTO python_finalize_lists(image_id, bucket_ns, sites) VALUES (?,?,?)");
   w->space_ = w->prepare(
       "INSERT OR REPLACE INTO spaces(image_id, account, name, space, is_pool, pool_id, kind, base, "
       "reserved_bytes, created_ns, destroyed_ns, peak_bytes, peak_ns, end_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  w->bulk(w->peakSites_, "INSERT INTO peak_sites(space, image_id, stack_id, kind, count, bytes)", 6);
+  w->peakSites_ = w->prepare("INSERT INTO peak_site_lists(space, image_id, sites) VALUES (?,?,?)");
   w->leakScan_ = w->prepare(
       "INSERT OR REPLACE INTO leak_scans(image_id, status, error, t_ns, duration_ns, root_bytes, "
       "block_bytes, blocks) VALUES (?,?,?,?,?,?,?,?)");
@@ -129,9 +130,10 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
 
 DbWriter::~DbWriter() {
   for (sqlite3_stmt* st : {meta_, process_, module_, moduleGone_, stack_, site_, timeline_,
-                           siteTimeline_, marker_, space_, pyCode_, pyFinal_, leakScan_})
+                           siteTimeline_, marker_, space_, pyCode_, pyFinal_, leakScan_, peakSites_,
+                           pyFinalSites_})
     sqlite3_finalize(st);
-  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) b->finalize();
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_}) b->finalize();
   if (db_) sqlite3_close_v2(db_);
 }
 
@@ -178,13 +180,13 @@ void DbWriter::writeBulk(BulkRows& b) {
 }
 
 bool DbWriter::bulkPending() const {
-  for (const BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_})
+  for (const BulkRows* b : {&ips_, &allocs_, &leakKinds_})
     if (!b->empty()) return true;
   return false;
 }
 
 void DbWriter::flushBulk() {
-  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) writeBulk(*b);
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_}) writeBulk(*b);
 }
 
 void DbWriter::step(sqlite3_stmt* st, int rows) {
@@ -478,16 +480,19 @@ void DbWriter::insertPythonFinalize(int64_t image, uint64_t t_ns) {
   step(pyFinal_);
 }
 
-void DbWriter::insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count,
-                                        uint64_t bytes, uint64_t t_ns) {
-  BulkRows& b = pyFinalSites_;
-  if (!startRow(b)) return;
-  b.put(image);
-  b.put(stack);
-  b.putText(kind);
-  b.putU(count);
-  b.putU(bytes);
-  b.putU(t_ns);
+void DbWriter::insertPythonFinalizeSites(int64_t image, uint64_t bucket_ns,
+                                         std::vector<packed::FinalizeSiteEntry>& entries) {
+  if (!pyFinalSites_) return;
+  packed::sortEntries(entries);
+  for (size_t at = 0; at < entries.size(); at += packed::kSiteListRowEntries) {
+    const size_t n = std::min(packed::kSiteListRowEntries, entries.size() - at);
+    packed_.clear();
+    packed::encodeEntries(entries.data() + at, entries.data() + at + n, packed_);
+    sqlite3_bind_int64(pyFinalSites_, 1, image);
+    bindU(pyFinalSites_, 2, bucket_ns);
+    sqlite3_bind_blob(pyFinalSites_, 3, packed_.data(), static_cast<int>(packed_.size()), SQLITE_STATIC);
+    step(pyFinalSites_);
+  }
 }
 
 void DbWriter::insertMarker(int64_t image, uint64_t t_ns, const std::string& name) {
@@ -518,15 +523,18 @@ void DbWriter::insertSpace(const SpaceRow& r) {
   step(st);
 }
 
-void DbWriter::insertPeakSite(const PeakSiteRow& r) {
-  BulkRows& b = peakSites_;
-  if (!startRow(b)) return;
-  b.putText(r.space);
-  b.put(r.image_id);
-  b.put(r.stack_id);
-  b.put(r.kind);
-  b.putU(r.count);
-  b.putU(r.bytes);
+void DbWriter::insertPeakSites(const std::string& space, int64_t image, std::vector<packed::PeakSiteEntry>& entries) {
+  if (!peakSites_) return;
+  packed::sortEntries(entries);
+  for (size_t at = 0; at < entries.size(); at += packed::kSiteListRowEntries) {
+    const size_t n = std::min(packed::kSiteListRowEntries, entries.size() - at);
+    packed_.clear();
+    packed::encodeEntries(entries.data() + at, entries.data() + at + n, packed_);
+    bindText(peakSites_, 1, space);
+    sqlite3_bind_int64(peakSites_, 2, image);
+    sqlite3_bind_blob(peakSites_, 3, packed_.data(), static_cast<int>(packed_.size()), SQLITE_STATIC);
+    step(peakSites_);
+  }
 }
 
 void DbWriter::applyFinishSchema() {
@@ -542,11 +550,12 @@ void DbWriter::close() {
   commit();
   if (!db_) return;
   for (sqlite3_stmt** st : {&meta_, &process_, &module_, &moduleGone_, &stack_, &site_, &timeline_,
-                            &siteTimeline_, &marker_, &space_, &pyCode_, &pyFinal_, &leakScan_}) {
+                            &siteTimeline_, &marker_, &space_, &pyCode_, &pyFinal_, &leakScan_, &peakSites_,
+                            &pyFinalSites_}) {
     sqlite3_finalize(*st);
     *st = nullptr;
   }
-  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_, &peakSites_, &pyFinalSites_}) b->finalize();
+  for (BulkRows* b : {&ips_, &allocs_, &leakKinds_}) b->finalize();
   // Fold the WAL back into the file: readers then need no -wal/-shm beside it.
   exec("PRAGMA journal_mode=DELETE");
   if (sqlite3_close(db_) != SQLITE_OK) fail("close");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "db_bulk.h"
+#include "schemas/packed_sites.h"
 #include "schemas/site_counters.h"
 
 struct sqlite3;
@@ -63,14 +64,6 @@ struct SpaceRow {
   uint64_t base = 0, reserved_bytes = 0;
   std::optional<uint64_t> created_ns, destroyed_ns;
   uint64_t peak_bytes = 0, peak_ns = 0, end_bytes = 0;
-};
-
-// A site live at the recording's simultaneous peak of a space: a `peak_sites` row.
-struct PeakSiteRow {
-  std::string space;
-  int64_t image_id = 0, stack_id = 0;
-  uint8_t kind = 0;
-  uint64_t count = 0, bytes = 0;
 };
 
 // An account's values in one timeline bucket (accounts 2.. ; heap and mmap are inline).
@@ -152,10 +145,13 @@ class DbWriter {
   void insertPythonCode(int64_t image, uint64_t serial, std::string_view name, std::string_view file,
                         int64_t firstLine, uint64_t version, std::string_view linetable);
   void insertPythonFinalize(int64_t image, uint64_t t_ns);
-  void insertPythonFinalizeSite(int64_t image, int64_t stack, const std::string& kind, uint64_t count, uint64_t bytes,
-                                uint64_t t_ns);
+  // One image's live set at finalization (entries sorted here, in place), packed into
+  // python_finalize_lists rows of 4096 entries (schemas/packed_sites.h).
+  void insertPythonFinalizeSites(int64_t image, uint64_t bucket_ns, std::vector<packed::FinalizeSiteEntry>& entries);
   void insertSpace(const SpaceRow& row);
-  void insertPeakSite(const PeakSiteRow& row);
+  // One image's live set at the simultaneous peak of `space` (entries sorted here, in place),
+  // packed into peak_site_lists rows of 4096 entries (schemas/packed_sites.h).
+  void insertPeakSites(const std::string& space, int64_t image, std::vector<packed::PeakSiteEntry>& entries);
 
   // Commits the open batch when it is old (>= 100 ms since the last commit) or large.
   void maybeCommit(uint64_t now_ns);
@@ -225,9 +221,11 @@ class DbWriter {
                *stack_ = nullptr, *site_ = nullptr,
                *timeline_ = nullptr, *siteTimeline_ = nullptr, *marker_ = nullptr,
                *space_ = nullptr, *pyCode_ = nullptr, *pyFinal_ = nullptr;
+  // Packed live sets (schema 8): a row per call and 4096 entries.
+  sqlite3_stmt *peakSites_ = nullptr, *pyFinalSites_ = nullptr;
   sqlite3_stmt* leakScan_ = nullptr;  // leak kinds
   // The tables of many small rows, written 64 rows to a statement.
-  BulkRows ips_, allocs_, leakKinds_, peakSites_, pyFinalSites_;
+  BulkRows ips_, allocs_, leakKinds_;
 };
 
 // The schema text split at its `-- @finish` line: first = tables, second = finish statements.

@@ -25,7 +25,7 @@
 //   or a pool (custom blocks: in use inside memory already counted elsewhere). Each account has
 //   its own live total, exact peak and curve; sites.peak_* is what was live at the peak of the
 //   site's own account. Spaces also add into the Recording's simultaneous totals over all live
-//   images (spaces rows of image 0, peak_sites).
+//   images (spaces rows of image 0, peak_site_lists).
 #pragma once
 
 #include <algorithm>
@@ -125,7 +125,7 @@ class ImageRecorder final : public RecordSink {
   int64_t mmapBytes() const { return accounts_[kMmap].live; }
   // The live set of this image's sites at the recording's simultaneous peak of global space
   // `global` reached in `epoch` (Recording::finish): nothing when the image had ended before.
-  void peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const;
+  void peakSitesAt(uint32_t global, uint64_t epoch, std::vector<packed::PeakSiteEntry>& out) const;
   uint64_t events() const { return events_; }
   // Sites of this image (after close(): final aggregates). For tests and the summary line.
   const PagedArray<Site>& sites() const { return sites_; }

@@ -96,21 +96,15 @@ void ImageRecorder::closeAccounts() {
   pyBlocks_ = nullptr;
 }
 
-void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<PeakSiteRow>& out) const {
+void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<packed::PeakSiteEntry>& out) const {
   for (size_t i = 0; i < sites_.size(); ++i) {
     const Site& s = sites_[i];
     const Account& a = accounts_[s.account];
     // An image that ended before the peak (its epoch moved on) had nothing live at it.
     if (a.global != global || a.closeGlobalEpoch != epoch || s.gstamp != epoch) continue;
     if (s.at_gpeak_count == 0 && s.at_gpeak_bytes == 0) continue;
-    PeakSiteRow row;
-    row.space = a.space;
-    row.image_id = id_;
-    row.stack_id = s.stack_id;
-    row.kind = static_cast<uint8_t>(s.kind);
-    row.count = s.at_gpeak_count;
-    row.bytes = s.at_gpeak_bytes;
-    out.push_back(row);
+    out.push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind), s.at_gpeak_count,
+                   s.at_gpeak_bytes});
   }
 }
 

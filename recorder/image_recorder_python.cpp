@@ -11,7 +11,7 @@
 namespace memledger::recorder {
 
 // The live set per site and allocation time when the interpreter started finalizing
-// (python_finalize_sites): one pass over the live blocks (py_dict's 3.5M: tens of ms), not a row
+// (python_finalize_lists): one pass over the live blocks (py_dict's 3.5M: tens of ms), not a row
 // per block freed later. The blocks are grouped by the timeline bucket they were allocated in, so
 // a time filter can ask which of them came from a time range.
 void ImageRecorder::writeFinalizeSites() {
@@ -45,9 +45,12 @@ void ImageRecorder::writeFinalizeSites() {
     seen[range.mapping] = true;  // one mapping, however many pieces it was split into
     add(m.site, m.t_alloc, m.size);
   }
+  std::vector<packed::FinalizeSiteEntry> entries;
+  entries.reserve(parts.size());
   for (const Part& p : parts)
-    db_.insertPythonFinalizeSite(id_, sites_[p.site].stack_id, kinds::name(sites_[p.site].kind), p.count, p.bytes,
-                                 p.bucket * opt_.bucket_ns);
+    entries.push_back({static_cast<uint64_t>(sites_[p.site].stack_id), static_cast<uint64_t>(sites_[p.site].kind),
+                       p.bucket, p.count, p.bytes});
+  db_.insertPythonFinalizeSites(id_, opt_.bucket_ns, entries);
 }
 
 // A Python code object (wire.h PyCode): name, file and line table, for the symbolizer. A table

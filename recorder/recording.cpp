@@ -206,10 +206,11 @@ uint32_t Recording::globalSpace(const std::string& name) {
   return static_cast<uint32_t>(globals_.size() - 1);
 }
 
-// Image 0's spaces rows and the live set at each simultaneous peak (schema: spaces, peak_sites).
+// Image 0's spaces rows and the live set at each simultaneous peak (schema: spaces,
+// peak_site_lists: one list per space and image).
 void Recording::writeGlobalPeaks() {
   EndTimer timer("global peaks");
-  std::vector<PeakSiteRow> live;
+  std::vector<packed::PeakSiteEntry> live;
   for (size_t g = 0; g < globals_.size(); ++g) {
     const GlobalSpace& gs = globals_[g];
     SpaceRow row;
@@ -221,9 +222,11 @@ void Recording::writeGlobalPeaks() {
     row.end_bytes = static_cast<uint64_t>(std::max<int64_t>(gs.live, 0));
     db_.insertSpace(row);
     if (gs.epoch == 0) continue;  // never above zero: no instant to list
-    live.clear();
-    for (const Image& im : images_) im.rec->peakSitesAt(static_cast<uint32_t>(g), gs.epoch, live);
-    for (const PeakSiteRow& p : live) db_.insertPeakSite(p);
+    for (const Image& im : images_) {
+      live.clear();
+      im.rec->peakSitesAt(static_cast<uint32_t>(g), gs.epoch, live);
+      db_.insertPeakSites(gs.name, im.rec->id(), live);
+    }
   }
 }
 

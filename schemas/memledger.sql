@@ -34,14 +34,20 @@
 -- Version 6: version 5 plus Python frames (`python_code`, `python_finalize`) and leak
 -- kinds (`leak_scans`, `leak_kinds`), see their blocks below. Readers of version 6 read 1 to 5
 -- (no Python tables; no leak_kinds: every leak "not classified").
--- Version 7 (this file): `site_buckets` entries also carry each site's frees, freed bytes and
+-- Version 7: `site_buckets` entries also carry each site's frees, freed bytes and
 -- temporaries per bucket (see there), so what every site held at any bucket's end is known (the
 -- GUI's Consumed chart, a time range's peak, the live set at a chosen time). The entries' layout
 -- changed, so the version went up: a version 6 reader would decode the new fields as the next
 -- entries, and refuses the file. Readers of version 7 read 1 to 6 (without per-bucket frees:
 -- what a site held between its whole-run peak and its end is unknown; the GUI marks Consumed
 -- unavailable and keeps whole-run peaks and temporaries for a range).
-PRAGMA user_version = 7;
+-- Version 8 (this file): the two live-set tables of one row per site are packed like the other
+-- per-site tables: `peak_site_lists` replaces `peak_sites`, `python_finalize_lists` replaces
+-- `python_finalize_sites` (see there; readers present neither under its old name: the analyzer
+-- reads both forms through one reader per table). Inserting torch_mlp's ~420k rows of the two
+-- was ~0.2 s of the recorder's work after the program exited. A version 7 reader would find
+-- neither table, so the version went up. Readers of version 8 read 1 to 7.
+PRAGMA user_version = 8;
 
 -- Key/value facts about the run: schema_version, memledger_version, command, start_wall
 -- (ISO 8601), start_monotonic_ns, duration_ns, wait_ns (time programs waited for ring space),
@@ -265,9 +271,9 @@ CREATE TABLE site_buckets (
 -- counted in `space`, never again there).
 -- image_id 0 holds the recording's simultaneous peak of each space: the largest sum over the
 -- processes alive at once (an exited process's memory leaves the sum; its leftovers stay leaks),
--- with the instant (peak_ns); `peak_sites` holds what was live then. Images are drained one after
--- another, so "at once" is exact within a process and as fine as the recorder's drain rounds
--- (a few ms) across processes.
+-- with the instant (peak_ns); `peak_site_lists` (versions 5-7: `peak_sites`) holds what was live
+-- then. Images are drained one after another, so "at once" is exact within a process and as fine
+-- as the recorder's drain rounds (a few ms) across processes.
 CREATE TABLE spaces (
   image_id       INTEGER NOT NULL,
   account        INTEGER NOT NULL,
@@ -286,15 +292,22 @@ CREATE TABLE spaces (
   PRIMARY KEY (image_id, account)
 ) WITHOUT ROWID;
 
--- The live set at the recording's simultaneous peak of each space (spaces rows of image 0): one
--- row per site with blocks live then.
-CREATE TABLE peak_sites (
+-- The live set at the recording's simultaneous peak of each space (spaces rows of image 0), per
+-- image, packed (version 8): a row holds up to 4096 sites of one image live at the peak of
+-- `space` (a spaces.name of image 0), each as unsigned LEB128 varints
+--   zigzag(stack_id - the previous entry's stack_id; the first: stack_id itself),
+--   kind (the code of schemas/kinds.h), count, bytes (its blocks live then)
+-- sorted by stack id and kind (schemas/packed_sites.h has the encoding). A cut or malformed
+-- entry is damage: readers refuse the row with an error naming it.
+-- Versions 5 to 7 had one row per site instead:
+--   peak_sites(space TEXT NOT NULL, image_id INTEGER NOT NULL, stack_id INTEGER NOT NULL,
+--              kind INTEGER NOT NULL (kind code), count INTEGER NOT NULL, bytes INTEGER NOT NULL)
+-- (~210k rows for torch_mlp, written in ~0.12 s).
+CREATE TABLE peak_site_lists (
+  id        INTEGER PRIMARY KEY,
   space     TEXT NOT NULL,
   image_id  INTEGER NOT NULL,
-  stack_id  INTEGER NOT NULL,
-  kind      INTEGER NOT NULL,         -- kind code (schemas/kinds.h)
-  count     INTEGER NOT NULL,
-  bytes     INTEGER NOT NULL
+  sites     BLOB NOT NULL
 );
 
 -- Phase markers set by the program (memledger_mark) or `memledger mark`.
@@ -328,18 +341,29 @@ CREATE TABLE python_finalize (
   t_ns        INTEGER NOT NULL
 );
 -- What was live at that instant, per site (its Python leaks) and per timeline bucket its blocks
--- were allocated in (a site's rows add up to its leaks; a time filter keeps the rows of the
+-- were allocated in (a site's entries add up to its leaks; a time filter keeps the entries of the
 -- buckets it overlaps); what finalization itself left is the image's usual leaks (blocks live at
--- exit, `allocations` rows with t_free NULL). t_ns came after the table (files of versions 6 and 7
--- may lack it): a file without it has
--- one row per site, and readers answer a time filter on it with blocks live at exit.
-CREATE TABLE python_finalize_sites (
+-- exit, `allocations` rows with t_free NULL).
+-- Packed (version 8): a row holds up to 4096 entries of one image, each as unsigned LEB128 varints
+--   zigzag(stack_id - the previous entry's stack_id; the first: stack_id itself),
+--   kind (the code of schemas/kinds.h),
+--   zigzag(bucket - the previous entry's bucket; the first: bucket itself),
+--   count, bytes
+-- where bucket is the number of the timeline bucket of the blocks' t_alloc: it starts at
+-- bucket * bucket_ns (the row's bucket_ns, meta bucket_ns). Sorted by stack id, kind and bucket
+-- (schemas/packed_sites.h). A cut or malformed entry is damage: readers refuse the row with an
+-- error naming it.
+-- Versions 6 and 7 had one row per site and bucket instead:
+--   python_finalize_sites(image_id INTEGER NOT NULL, stack_id INTEGER NOT NULL, kind TEXT NOT NULL
+--                         (kind name), count INTEGER NOT NULL, bytes INTEGER NOT NULL, t_ns INTEGER
+--                         (the bucket's start))
+-- t_ns came after the table (files of versions 6 and 7 may lack it): a file without it has one
+-- row per site, and readers answer a time filter on it with blocks live at exit.
+CREATE TABLE python_finalize_lists (
+  id          INTEGER PRIMARY KEY,
   image_id    INTEGER NOT NULL,
-  stack_id    INTEGER NOT NULL,
-  kind        TEXT NOT NULL,
-  count       INTEGER NOT NULL,
-  bytes       INTEGER NOT NULL,
-  t_ns        INTEGER                 -- start of the bucket (meta bucket_ns wide) of the blocks' t_alloc
+  bucket_ns   INTEGER NOT NULL,
+  sites       BLOB NOT NULL
 );
 -- ---- end of version 6's Python block ----
 -- ---- leak kinds (version 6, docs/leak-kinds.md) ----

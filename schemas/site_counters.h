@@ -30,5 +30,5 @@ inline constexpr int kSiteCounters = 0 MEMLEDGER_SITE_COUNTERS(MEMLEDGER_COUNT_O
 #undef MEMLEDGER_COUNT_ONE
 // PRAGMA user_version of schemas/memledger.sql: the recorder writes it, the analyzer reads up to
 // it (tests/unit/kinds_test.cpp checks the schema file says the same).
-inline constexpr int kSchemaVersion = 7;  // 6: Python frames (python_code, python_finalize), leak kinds (leak_scans, leak_kinds); 7: frees per site per bucket
+inline constexpr int kSchemaVersion = 8;  // 6: Python frames (python_code, python_finalize), leak kinds (leak_scans, leak_kinds); 7: frees per site per bucket; 8: peak_sites and python_finalize_sites packed (peak_site_lists, python_finalize_lists)
 }  // namespace memledger::schema
