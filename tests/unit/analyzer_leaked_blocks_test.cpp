@@ -128,7 +128,9 @@ TEST(AnalyzerLeakedBlocks, OriginsFrameByFrame) {
         EXPECT_EQ(s.origin, kOriginProgram);
         continue;
       }
-      if (!matched->rule) EXPECT_EQ(byFrames->pattern, matched->pattern);
+      if (!matched->rule) {
+        EXPECT_EQ(byFrames->pattern, matched->pattern);
+      }
       EXPECT_EQ(s.origin, byFrames->origin);  // what leaks() attached
       EXPECT_EQ(s.origin_reason, byFrames->reason);
       EXPECT_NE(s.origin, kOriginProgram);
