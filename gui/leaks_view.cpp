@@ -6,6 +6,7 @@
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QSizePolicy>
 #include <QVBoxLayout>
 
 #include "analyzer/format.h"
@@ -132,9 +133,10 @@ LeaksView::LeaksView(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   note_->setWordWrap(true);
+  note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);  // one line, not half the view
   note_->hide();
   layout->addWidget(note_);
-  layout->addWidget(split);
+  layout->addWidget(split, 1);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this, proxy](const QModelIndex& cur) {
     const an::SiteAmount* s = model_->site(proxy->mapToSource(cur).row());
     QString kinds = s ? leakKindsText(*s) : QString();
