@@ -90,9 +90,9 @@ bool globMatch(std::string_view p, std::string_view s) {
 
 }  // namespace
 
-bool templateMatch(std::string_view pattern, std::string_view text) {
-  if (text.empty() || pattern.empty()) return false;
-  // An unanchored side is an implicit `*`: LSan's patterns match inside the name.
+// templateMatch()'s glob of a (non-empty) pattern: an unanchored side is an implicit `*` (LSan's
+// patterns match inside the name).
+static std::string globOf(std::string_view pattern) {
   std::string glob;
   if (pattern.front() == '^')
     pattern.remove_prefix(1);
@@ -102,7 +102,12 @@ bool templateMatch(std::string_view pattern, std::string_view text) {
   if (anchoredEnd) pattern.remove_suffix(1);
   glob += pattern;
   if (!anchoredEnd) glob += '*';
-  return globMatch(glob, text);
+  return glob;
+}
+
+bool templateMatch(std::string_view pattern, std::string_view text) {
+  if (text.empty() || pattern.empty()) return false;
+  return globMatch(globOf(pattern), text);
 }
 
 void SuppressionList::addText(std::string_view text, const std::string& origin) {
@@ -174,19 +179,6 @@ struct ClassifiedEntry {
   bool matches(const std::optional<std::string>& text) const { return text && !text->empty() && globMatch(glob, *text); }
 };
 
-// templateMatch()'s glob of a (non-empty) pattern.
-std::string globOf(std::string_view pattern) {
-  std::string glob;
-  if (pattern.front() == '^')
-    pattern.remove_prefix(1);
-  else
-    glob += '*';
-  bool anchoredEnd = !pattern.empty() && pattern.back() == '$';
-  if (anchoredEnd) pattern.remove_suffix(1);
-  glob += pattern;
-  if (!anchoredEnd) glob += '*';
-  return glob;
-}
 
 // The built-in list with each entry's group (the "# runtime:" / "# allocator-internal:" comment
 // above it), parsed once.
