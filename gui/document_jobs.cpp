@@ -161,6 +161,14 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
   r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
+  if (r->diff()) {  // B's leaks and sizes of the same range, matched with A's per site
+    const RecordingData& b = *q.b;
+    const an::Leaks leaksB = (q.from || q.to) ? an::leaks(*b.rec, f, control) : b.report.leaks;
+    if (control.cancelled) throw an::Cancelled();
+    r->leak_changes = an::diffLeaks(r->leaks, leaksB);
+    r->size_changes = an::diffSizes(r->sizes, an::sizeHistogram(*b.rec, costsB, q.from, q.to, 10));
+    r->headlines = an::compareHeadlines(shown.report, shown.series, b.report, b.series);
+  }
   return r;
 }
 
