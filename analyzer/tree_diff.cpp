@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <utility>
 
 namespace memledger::analyzer {
 
@@ -54,6 +56,27 @@ std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const S
                                          const std::optional<std::string>& space) {
   auto [costs, frames] = both(a, fa, b, fb);
   return callerCallee(costs, frames, space);
+}
+
+DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::vector<SiteCost>&& b, SiteFrames&& framesB,
+                    const std::optional<std::string>& space) {
+  std::vector<SiteCost> costs = std::move(b);
+  costs.reserve(costs.size() + a.size());
+  for (const SiteCost& c : a) {
+    costs.push_back(c);
+    TreeCost& t = costs.back().cost;
+    t = TreeCost{-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary};
+  }
+  SiteFrames frames = std::move(framesB);
+  frames.insert(frames.end(), std::make_move_iterator(framesA.begin()), std::make_move_iterator(framesA.end()));
+  framesA.clear();
+  DiffTrees out;
+  for (auto [tree, direction] : {std::pair{&out.top_down, TreeDirection::TopDown}, std::pair{&out.bottom_up, TreeDirection::BottomUp}}) {
+    tree->tree = buildCallTree(costs, frames, direction, space);
+    tree->change = changeMagnitudes(tree->tree);
+  }
+  out.symbols = callerCallee(costs, frames, space);
+  return out;
 }
 
 std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metric) {
