@@ -1,5 +1,7 @@
 #include "analyzer/tree_diff.h"
 
+#include "analyzer/tree_index.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
@@ -70,12 +72,19 @@ DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::v
   SiteFrames frames = std::move(framesB);
   frames.insert(frames.end(), std::make_move_iterator(framesA.begin()), std::make_move_iterator(framesA.end()));
   framesA.clear();
+  // One index of the merged sites answers all three (buildCallTree() would make one for each).
+  std::vector<TreeCost> amounts;
+  amounts.reserve(costs.size());
+  for (const SiteCost& c : costs) amounts.push_back(c.cost);
+  std::shared_ptr<const TreeIndex> index = TreeIndex::build(std::move(costs), frames);
+  SiteFrames().swap(frames);
+  TreeIndex::Trees trees = index->trees(amounts, space);
   DiffTrees out;
-  for (auto [tree, direction] : {std::pair{&out.top_down, TreeDirection::TopDown}, std::pair{&out.bottom_up, TreeDirection::BottomUp}}) {
-    tree->tree = buildCallTree(costs, frames, direction, space);
-    tree->change = changeMagnitudes(tree->tree);
-  }
-  out.symbols = callerCallee(costs, frames, space);
+  out.top_down.tree = std::move(trees.top_down);
+  out.top_down.change = changeMagnitudes(out.top_down.tree);
+  out.bottom_up.tree = std::move(trees.bottom_up);
+  out.bottom_up.change = changeMagnitudes(out.bottom_up.tree);
+  out.symbols = std::move(trees.symbols);
   return out;
 }
 
