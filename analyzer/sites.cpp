@@ -60,12 +60,28 @@ bool isRuntimeEntry(const std::string& f) {
 }
 
 const Frame* namedFrame(const Stack& stack) {
-  for (const Frame& f : stack)
-    if (f.function && !isRuntimeEntry(*f.function)) return &f;
-  return nullptr;
+  // The C++ standard library's frames (a vector's growth, a string's copy, an allocator) are
+  // how the program allocated, not where: the first named frame past them names the site.
+  const Frame* first = nullptr;
+  for (const Frame& f : stack) {
+    if (!f.function || isRuntimeEntry(*f.function)) continue;
+    if (!isStandardLibraryFrame(f)) return &f;
+    if (!first) first = &f;
+  }
+  return first;
 }
 
 }  // namespace detail
+
+bool isStandardLibraryFrame(const Frame& f) {
+  if (f.file) return f.file->find("/include/c++/") != std::string::npos;  // libstdc++'s and libc++'s headers
+  if (f.function && (f.function->starts_with("std::") || f.function->starts_with("__gnu_cxx::"))) return true;
+  if (!f.module) return false;
+  const std::string& m = *f.module;
+  const size_t slash = m.rfind('/');
+  const std::string_view base = std::string_view(m).substr(slash == std::string::npos ? 0 : slash + 1);
+  return base.starts_with("libstdc++") || base.starts_with("libc++.");
+}
 
 std::string siteText(const Stack& stack) {
   if (const Frame* f = siteFrame(stack)) return frameText(*f);
