@@ -107,20 +107,17 @@ std::vector<SizeBucketChange> diffSizes(const SizeHistogram& a, const SizeHistog
     c.to = (ba ? ba : bb)->to;
     ListChanges& l = c.sites;
     Keyed keyed;
-    if (ba) {
-      l.count_a = c.count_a = ba->count;
-      l.bytes_a = c.bytes_a = ba->bytes;
-      l.sites_a = std::max(ba->site_count, ba->sites.size());
-      l.cut_a = ba->site_count > ba->sites.size();
-      addSide(keyed, ba->sites, false);
-    }
-    if (bb) {
-      l.count_b = c.count_b = bb->count;
-      l.bytes_b = c.bytes_b = bb->bytes;
-      l.sites_b = std::max(bb->site_count, bb->sites.size());
-      l.cut_b = bb->site_count > bb->sites.size();
-      addSide(keyed, bb->sites, true);
-    }
+    // One side's bucket: its totals, its site count and cut, its sites.
+    auto side = [&](const SizeBucket* x, bool sideB) {
+      if (!x) return;
+      (sideB ? l.count_b : l.count_a) = (sideB ? c.count_b : c.count_a) = x->count;
+      (sideB ? l.bytes_b : l.bytes_a) = (sideB ? c.bytes_b : c.bytes_a) = x->bytes;
+      (sideB ? l.sites_b : l.sites_a) = std::max(x->site_count, x->sites.size());
+      (sideB ? l.cut_b : l.cut_a) = x->site_count > x->sites.size();
+      addSide(keyed, x->sites, sideB);
+    };
+    side(ba, false);
+    side(bb, true);
     finish(keyed, l, true, ba ? cutOf(ba->sites, true) : 0, bb ? cutOf(bb->sites, true) : 0);
     out.push_back(std::move(c));
   }
