@@ -478,7 +478,15 @@ struct Report {
   // ("the heap peak and RSS: not by kind or time (whole-run values)"). Empty without a filter.
   std::vector<std::string> unfiltered;
   Filter filter;  // what the report was asked for
+  // Not part of the answer: leaks with at least their first kRuleLeakSites sites for the
+  // suggestions' rules, so that leaks() runs once, not twice: made by reportFirstPart() when
+  // Filter::top cut `leaks` shorter, else `leaks` itself lent by the caller of
+  // reportSecondPart(), which lets go of it (none: the rules make their own).
+  std::shared_ptr<const Leaks> rule_leaks;
 };
+
+// The leak sites the suggestions' rules read, largest first: every one worth a line is in them.
+inline constexpr size_t kRuleLeakSites = 100;
 
 // The sentences Report::unfiltered holds for `filter` (empty when it filters nothing): which
 // numbers of `view` ("report", or a focused view: leaks, peak, phases, fragmentation, suggest)
@@ -504,6 +512,9 @@ Fragmentation fragmentation(const Recording& rec, const Filter& filter = {});
 HeapLayout heapLayout(const Recording& rec, int64_t image_id, uint64_t from, uint64_t to, int64_t t_ns);
 std::vector<Pattern> patterns(const Recording& rec, const Filter& filter = {});
 std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter = {});
+// The same with leaks(rec, filter) already made: read when it holds its first kRuleLeakSites
+// sites (or all of them), else made again.
+std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter, const Leaks* known);
 Report report(const Recording& rec, const Filter& filter = {});
 // report() in two parts, for a front end that shows the first before the second is done (the
 // GUI's Summary): the recording, leaks, peak, totals and processes; then, into the same Report,

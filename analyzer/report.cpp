@@ -64,7 +64,19 @@ Report reportFirstPart(const Recording& rec, const Filter& filter) {
   validateFilter(rec, filter);
   Filter tail = filter;
   if (!tail.top) tail.top = kPeakSitesMax;
-  stage(0.10, [&] { r.leaks = leaks(rec, filter); });
+  stage(0.10, [&] {
+    // Once, with the sites the suggestions' rules read when the asked list is shorter.
+    if (filter.top && *filter.top < kRuleLeakSites) {
+      Filter wide = filter;
+      wide.top = kRuleLeakSites;
+      auto all = std::make_shared<Leaks>(leaks(rec, wide));
+      r.leaks = *all;
+      if (r.leaks.sites.size() > *filter.top) r.leaks.sites.resize(*filter.top);
+      r.rule_leaks = std::move(all);
+    } else {
+      r.leaks = leaks(rec, filter);
+    }
+  });
   stage(0.15, [&] { r.peak = peak(rec, tail); });
   stage(0.05, [&] { r.totals = totals(rec, filter); });
   stage(0.02, [&] {
@@ -85,7 +97,8 @@ void reportSecondPart(const Recording& rec, Report& r) {
   stage(0.05, [&] { r.fragmentation = fragmentation(rec, filter); });
   stage(0.08, [&] { r.temporaries = temporaries(rec, tail); });
   stage(0.12, [&] { r.patterns = patterns(rec, filter); });
-  stage(0.18, [&] { r.suggestions = suggestions(rec, filter); });
+  stage(0.18, [&] { r.suggestions = suggestions(rec, filter, r.rule_leaks.get()); });
+  r.rule_leaks.reset();
 }
 
 Report report(const Recording& rec, const Filter& filter) {
@@ -94,6 +107,8 @@ Report report(const Recording& rec, const Filter& filter) {
     detail::Stage first(0, 0.32);
     r = reportFirstPart(rec, filter);
   }
+  // The whole list when it was not cut below what the rules read: lent to the second part.
+  if (!r.rule_leaks) r.rule_leaks = std::shared_ptr<const Leaks>(std::shared_ptr<const Leaks>(), &r.leaks);
   detail::Stage second(0.32, 1);
   reportSecondPart(rec, r);
   return r;

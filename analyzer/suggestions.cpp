@@ -258,7 +258,9 @@ std::vector<Pattern> patterns(const Recording& rec, const Filter& filter) {
   return out;
 }
 
-std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) {
+std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) { return suggestions(rec, filter, nullptr); }
+
+std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter, const Leaks* known) {
   Filter all = filter;
   all.top.reset();
   std::vector<Suggestion> out;
@@ -268,13 +270,17 @@ std::vector<Suggestion> suggestions(const Recording& rec, const Filter& filter) 
   size_t leakLines = 0;
   // Sorted by bytes: the first hundred hold every site worth one of the ten lines.
   Filter leakFilter = all;
-  leakFilter.top = 100;
+  leakFilter.top = kRuleLeakSites;
+  std::optional<Leaks> made;
+  if (!known || (known->sites.size() < kRuleLeakSites && known->sites.size() < known->site_count))
+    known = &made.emplace(leaks(rec, leakFilter));
   std::vector<int64_t> killed;  // pids that died of a signal: their live blocks were cut short
   {
     detail::Statement q(rec, "SELECT DISTINCT pid FROM processes WHERE ended_by = 'signal'");
     while (q.step()) killed.push_back(q.i64(0));
   }
-  for (const SiteAmount& l : leaks(rec, leakFilter).sites) {
+  for (size_t i = 0; i < known->sites.size() && i < kRuleLeakSites; ++i) {
+    const SiteAmount& l = known->sites[i];
     if (l.bytes < kLeakBytesMin && l.count < kLeakCountMin) continue;
     // The C runtime's and allocators' own blocks (stdio buffers, arenas) are not the user's to fix:
     // leaks() labels them with their origin instead.

@@ -161,6 +161,7 @@ void Document::open(const QString& path) {
     // report of its own: the views read the published one meanwhile.
     auto rest = std::make_shared<an::Report>();
     rest->filter = out->report.filter;
+    rest->rule_leaks = std::shared_ptr<const an::Leaks>(out, &out->report.leaks);  // its 1000 sites: leaks() not run again
     try {
       an::reportSecondPart(*out->rec, *rest, *control);
     } catch (const an::Cancelled&) {
