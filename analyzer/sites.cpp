@@ -343,13 +343,18 @@ std::vector<Site> sites(const Recording& rec, const Filter& filter) {
 
 Leaks leaks(const Recording& rec, const Filter& filter) {
   Leaks out;
+  // Every leak site as a row without strings first (a PyTorch range: 10^5 sites, 1000 listed).
   // Python images count at their interpreter's finalization (python_leaks.cpp); the rest here.
+  detail::LeakRows rows;
   std::vector<int64_t> python;  // ascending
-  std::string pyImages = detail::pythonLeaks(rec, filter, out, &python);
+  std::string pyImages = detail::pythonLeaks(rec, filter, out, rows, &python);
   std::string images = detail::imageCondition(rec, filter, "image_id") + pyImages;
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
   const bool byTime = filter.t_from_ns || filter.t_to_ns;
   const detail::LeakedBlocks* blocks = byTime ? &rec.leakedBlocks() : nullptr;
+  auto add = [&](int64_t stack, std::string_view kind, int64_t image, int64_t count, int64_t bytes) {
+    rows.rows.push_back({stack, image, count, bytes, rows.kind(kind), false});
+  };
   if (blocks && blocks->available()) {
     // Every leaked block has its own row (never folded), so the time filter is exact here; the
     // rows are in memory (a range after range: the GUI).
@@ -365,7 +370,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
       return !kept || std::binary_search(kept->begin(), kept->end(), b.image);
     };
     for (const detail::LeakedSite& l : detail::leakedSites(blocks->range(filter.t_from_ns, filter.t_to_ns), keep))
-      out.sites.push_back(amount(rec, l.stack, blocks->kinds()[l.kind], l.image, l.count, l.bytes));
+      add(l.stack, blocks->kinds()[l.kind], l.image, l.count, l.bytes);
   } else if (byTime) {
     // Every leaked block has its own row (never folded), so the time filter is exact here.
     std::string sql =
@@ -376,7 +381,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
     q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
     if (filter.kind) q.bind(3, *filter.kind);
-    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+    while (q.step()) add(q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4));
   } else {
     // Decoded here, not through SQL: most sites leak nothing (torch_mlp: 210k of 508k do).
     const std::optional<std::vector<int64_t>> kept = detail::filterImages(rec, filter);
@@ -385,22 +390,55 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
       if (kept && !std::binary_search(kept->begin(), kept->end(), e.image_id)) return;
       const char* kind = detail::siteKindName(e.kind);
       if (filter.kind && *filter.kind != kind) return;
-      out.sites.push_back(amount(rec, e.stack_id, kind, e.image_id, e.leak_count, e.leak_bytes));
+      add(e.stack_id, kind, e.image_id, e.leak_count, e.leak_bytes);
     });
   }
+  std::vector<char> inside(rows.kinds.size());
+  for (size_t k = 0; k < rows.kinds.size(); ++k) inside[k] = detail::insideCountedMemory(rows.kinds[k]);
   out.count = out.bytes = 0;
-  for (const auto& s : out.sites) {
-    bool inside = detail::insideCountedMemory(s.kind);
-    (inside ? out.pool_count : out.count) += s.count;
-    (inside ? out.pool_bytes : out.bytes) += s.bytes;
+  for (const detail::LeakRow& r : rows.rows) {
+    (inside[r.kind] ? out.pool_count : out.count) += r.count;
+    (inside[r.kind] ? out.pool_bytes : out.bytes) += r.bytes;
+    out.pool_site_count += inside[r.kind];
   }
-  detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
-  // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h).
-  if (detail::severalProcesses(rec, filter)) out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
-  out.site_count = out.sites.size();
-  out.pool_site_count = static_cast<size_t>(std::count_if(
-      out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
-  sortAndCut(out.sites, filter);
+  out.site_count = rows.rows.size();
+  auto amountOf = [&](const detail::LeakRow& r) {
+    SiteAmount s = amount(rec, r.stack, rows.kinds[r.kind], r.image, r.count, r.bytes);
+    if (r.python) s.python_owned = detail::pythonOwned(rec, r.image, r.stack, s.kind);
+    return s;
+  };
+  if (detail::severalProcesses(rec, filter)) {
+    // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h):
+    // merged first, then cut.
+    out.sites.reserve(rows.rows.size());
+    for (const detail::LeakRow& r : rows.rows) out.sites.push_back(amountOf(r));
+    rows.rows = {};
+    detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
+    out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
+    out.site_count = out.sites.size();
+    out.pool_site_count = static_cast<size_t>(std::count_if(
+        out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
+    sortAndCut(out.sites, filter);
+  } else {
+    // One process: the first `top` rows in sortAndCut()'s order (kinds by name, then image), and
+    // only those made SiteAmounts; the leak kinds' totals over every row.
+    std::vector<uint16_t> rank(rows.kinds.size());  // a kind index's place in name order
+    for (size_t k = 0; k < rank.size(); ++k)
+      for (size_t j = 0; j < rank.size(); ++j) rank[k] += rows.kinds[j] < rows.kinds[k];
+    auto order = [&](const detail::LeakRow& a, const detail::LeakRow& b) {
+      if (a.bytes != b.bytes) return a.bytes > b.bytes;
+      if (a.count != b.count) return a.count > b.count;
+      if (a.stack != b.stack) return a.stack < b.stack;
+      if (a.kind != b.kind) return rank[a.kind] < rank[b.kind];
+      return a.image < b.image;
+    };
+    std::vector<detail::LeakRow>& v = rows.rows;
+    size_t keep = filter.top ? std::min(*filter.top, v.size()) : v.size();
+    std::partial_sort(v.begin(), v.begin() + std::ptrdiff_t(keep), v.end(), order);
+    out.sites.reserve(keep);
+    for (size_t i = 0; i < keep; ++i) out.sites.push_back(amountOf(v[i]));
+    detail::attachLeakKinds(rec, filter, out, rows);
+  }
   attachStacks(rec, out.sites);
   detail::classifyOrigins(rec, out.sites);
   return out;
