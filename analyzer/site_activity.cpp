@@ -1,6 +1,7 @@
 #include "analyzer/site_activity.h"
 
 #include <algorithm>
+#include <bit>
 #include <string_view>
 
 #include "analyzer/control.h"
@@ -27,6 +28,13 @@ ActivitySites::ActivitySites(const Recording& rec) {
     int64_t alloc_bytes;
     ActivitySite site;
   };
+  std::vector<std::string> spaces;  // in order of appearance, then sorted below
+  auto spaceOf = [&](const std::string& name) {
+    auto it = std::find(spaces.begin(), spaces.end(), name);
+    if (it != spaces.end()) return int32_t(it - spaces.begin());
+    spaces.push_back(name);
+    return int32_t(spaces.size() - 1);
+  };
   std::vector<Row> rows;
   forEachSite(rec, [&](const SiteEntry& e) {
     const kinds::KindInfo* k = kinds::info(e.kind);
@@ -35,9 +43,9 @@ ActivitySites::ActivitySites(const Recording& rec) {
     ActivitySite& a = r.site;
     a.image_id = e.image_id;
     a.stack_id = e.stack_id;
-    a.kind = k->code;
+    a.kind = uint8_t(k->code);
     auto name = names.find({e.image_id, int64_t(e.account)});
-    a.space = name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap");
+    a.space_id = spaceOf(name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap"));
     a.leak_count = e.leak_count;
     a.leak_bytes = e.leak_bytes;
     if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
@@ -47,26 +55,35 @@ ActivitySites::ActivitySites(const Recording& rec) {
     }
     a.peak_count = e.peak_count;
     a.peak_bytes = e.peak_bytes;
-    rows.push_back(std::move(r));
+    rows.push_back(r);
   });
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.alloc_bytes != b.alloc_bytes) return a.alloc_bytes > b.alloc_bytes;
     if (a.site.stack_id != b.site.stack_id) return a.site.stack_id < b.site.stack_id;
     return std::string_view(siteKindName(a.site.kind)) < std::string_view(siteKindName(b.site.kind));
   });
+  size_t capacity = 1024;
+  while (capacity < rows.size() * 2) capacity *= 2;
+  shift_ = 64 - std::countr_zero(capacity);
+  index_.assign(capacity, -1);
   sites_.reserve(rows.size());
-  index_.reserve(rows.size());
-  for (Row& r : rows) {
-    ActivitySite& a = r.site;
+  for (const Row& r : rows) {
+    const ActivitySite& a = r.site;
     // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
     // apart; the first keeps them.
-    if (index_.try_emplace({a.image_id, a.stack_id, a.kind}, int32_t(sites_.size())).second) sites_.push_back(std::move(a));
+    if (find(a.image_id, a.stack_id, a.kind) >= 0) continue;
+    size_t at = slot(a.image_id, a.stack_id, a.kind);
+    while (index_[at] >= 0) at = (at + 1) & (capacity - 1);
+    index_[at] = int32_t(sites_.size());
+    sites_.push_back(a);
   }
-  for (const ActivitySite& a : sites_)
-    if (std::find(spaces_.begin(), spaces_.end(), a.space) == spaces_.end()) spaces_.push_back(a.space);
+  rows = {};
+  spaces_ = spaces;
   std::sort(spaces_.begin(), spaces_.end());
-  for (ActivitySite& a : sites_)
-    a.space_id = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), a.space) - spaces_.begin());
+  std::vector<int32_t> sorted(spaces.size());
+  for (size_t k = 0; k < spaces.size(); ++k)
+    sorted[k] = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), spaces[k]) - spaces_.begin());
+  for (ActivitySite& a : sites_) a.space_id = sorted[size_t(a.space_id)];
   kept_ = true;
   const bool any = forEachActivity(rec, [&](int64_t image, int64_t t, const SiteActivity& e) {
     if (!kept_) return;

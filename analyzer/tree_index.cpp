@@ -410,72 +410,54 @@ void TreeIndex::check(const std::vector<TreeCost>& costs) const {
   if (costs.size() != sites_.size()) throw std::invalid_argument("TreeIndex: costs are not one per site");
 }
 
-void TreeIndex::sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
-                     std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const {
-  check(costs);
-  const size_t n = shape.parent.size();
-  self.assign(n, TreeCost{});
-  reached.assign(n, 0);
-  int32_t wanted = -1;
-  if (space) {
-    auto it = std::lower_bound(spaces_.begin(), spaces_.end(), *space);
-    if (it == spaces_.end() || *it != *space) wanted = -2;  // no site is of it
-    else wanted = int32_t(it - spaces_.begin());
-  }
-  for (size_t i = 0; i < costs.size(); ++i) {
-    if ((wanted != -1 && site_space_[i] != wanted) || isZero(costs[i])) continue;
-    const size_t end = size_t(shape.site_end[i]);
-    self[end] += costs[i];
-    reached[end] = 1;
-  }
-  detail::throwIfCancelled();
-  total = self;
-  for (size_t i = n; i-- > 1;) {
-    const size_t p = size_t(shape.parent[i]);
-    total[p] += total[i];
-    reached[p] |= reached[i];
-  }
+int32_t TreeIndex::spaceId(const std::optional<std::string>& space) const {
+  if (!space) return -1;
+  auto it = std::lower_bound(spaces_.begin(), spaces_.end(), *space);
+  return it == spaces_.end() || *it != *space ? -2 : int32_t(it - spaces_.begin());  // -2: no site is of it
 }
 
 CallTree TreeIndex::tree(const std::vector<TreeCost>& costs, TreeDirection direction,
                          const std::optional<std::string>& space) const {
-  const Shape& shape = direction == TreeDirection::TopDown ? down_ : up_;
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(shape, costs, space, self, total, reached);
-  return emitTree(shape, self, total, reached, direction, space);
+  std::vector<int32_t> id;
+  return emitTree(direction == TreeDirection::TopDown ? down_ : up_, costs, direction, space, id);
 }
 
 std::vector<SymbolCost> TreeIndex::callerCallee(const std::vector<TreeCost>& costs,
                                                 const std::optional<std::string>& space) const {
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(down_, costs, space, self, total, reached);
-  return symbols(self, total, reached);
+  std::vector<int32_t> id;
+  const CallTree down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
+  return symbols(down, id);
 }
 
 TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space) const {
   Trees out;
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(down_, costs, space, self, total, reached);
-  out.top_down = emitTree(down_, self, total, reached, TreeDirection::TopDown, space);
-  out.symbols = symbols(self, total, reached);
-  sums(up_, costs, space, self, total, reached);
-  out.bottom_up = emitTree(up_, self, total, reached, TreeDirection::BottomUp, space);
+  std::vector<int32_t> id;
+  out.top_down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
+  out.symbols = symbols(out.top_down, id);
+  out.bottom_up = emitTree(up_, costs, TreeDirection::BottomUp, space, id);
   return out;
 }
 
-CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                         const std::vector<uint8_t>& reached, TreeDirection direction,
-                         const std::optional<std::string>& space) const {
+CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& costs, TreeDirection direction,
+                             const std::optional<std::string>& space, std::vector<int32_t>& id) const {
+  check(costs);
   const size_t n = shape.parent.size();
-  // The reached nodes, numbered in shape order (parents first), and their children in one array.
-  std::vector<int32_t> id(n, -1), first;
+  const int32_t wanted = spaceId(space);
+  auto counted = [&](size_t i) { return (wanted == -1 || site_space_[i] == wanted) && !isZero(costs[i]); };
+  // The nodes some counted site reaches (id 0 marks them, then they are numbered in shape order:
+  // parents first), their children in one array; the costs are added straight into the nodes
+  // (no self and total per shape node: a PyTorch run's bottom-up shape has 700k nodes).
+  id.assign(n, -1);
+  id[0] = 0;
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (counted(i)) id[size_t(shape.site_end[i])] = 0;
+  for (size_t i = n; i-- > 1;)
+    if (id[i] == 0) id[size_t(shape.parent[i])] = 0;
+  detail::throwIfCancelled();
   int32_t count = 0;
   for (size_t i = 0; i < n; ++i)
-    if (i == 0 || reached[i]) id[i] = count++;
-  first.assign(size_t(count) + 1, 0);
+    if (id[i] == 0) id[i] = count++;
+  std::vector<int32_t> first(size_t(count) + 1, 0);
   for (size_t i = 1; i < n; ++i)
     if (id[i] >= 0) ++first[size_t(id[size_t(shape.parent[i])]) + 1];
   for (size_t i = 0; i < size_t(count); ++i) first[i + 1] += first[i];
@@ -497,9 +479,13 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& se
     const int32_t parent = i == 0 ? -1 : id[size_t(shape.parent[i])];
     const int32_t k = id[i];
     std::span<const int32_t> kids(storage->children.data() + first[size_t(k)], size_t(first[size_t(k) + 1] - first[size_t(k)]));
-    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], self[i], total[i],
+    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], {}, {},
                                  parent, kids});
   }
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (counted(i)) out.nodes[size_t(id[size_t(shape.site_end[i])])].self += costs[i];
+  for (CallNode& node : out.nodes) node.total = node.self;
+  for (size_t k = out.nodes.size(); k-- > 1;) out.nodes[size_t(out.nodes[k].parent)].total += out.nodes[k].total;
   for (size_t k = 0; k < size_t(count); ++k) {
     auto b = storage->children.begin() + first[k], e = storage->children.begin() + first[k + 1];
     if (e - b < 2) continue;
@@ -512,8 +498,7 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& se
   return out;
 }
 
-std::vector<SymbolCost> TreeIndex::symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                                           const std::vector<uint8_t>& reached) const {
+std::vector<SymbolCost> TreeIndex::symbols(const CallTree& down, const std::vector<int32_t>& id) const {
   struct Row {
     TreeCost self, inclusive;
     bool seen = false;
@@ -522,13 +507,14 @@ std::vector<SymbolCost> TreeIndex::symbols(const std::vector<TreeCost>& self, co
   std::vector<TreeCost> edge(edges_.size());
   std::vector<uint8_t> edgeSeen(edges_.size(), 0);
   for (size_t i = 1; i < down_.parent.size(); ++i) {
-    if (!reached[i]) continue;
+    if (id[i] < 0) continue;
+    const CallNode& node = down.nodes[size_t(id[i])];
     Row& r = rows[size_t(down_.symbol[i])];
     r.seen = true;
-    r.self += self[i];
-    if (first_symbol_[i] >= 0) r.inclusive += total[i];
+    r.self += node.self;
+    if (first_symbol_[i] >= 0) r.inclusive += node.total;
     if (const int32_t e = first_edge_[i]; e >= 0) {
-      edge[size_t(e)] += total[i];
+      edge[size_t(e)] += node.total;
       edgeSeen[size_t(e)] = 1;
     }
   }

@@ -88,16 +88,14 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
     std::vector<const Frame*> frame;   // per node: the first frame seen for it
     std::vector<int32_t> site_end;     // per site: the node its stack ends at
   };
-  // Self and total of every node of `shape` for `costs` (sites of `space` with a nonzero amount),
-  // and which nodes such a site reaches.
-  void sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
-            std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const;
+  int32_t spaceId(const std::optional<std::string>& space) const;  // -1 every space, -2 none of the sites'
   void check(const std::vector<TreeCost>& costs) const;
-  CallTree emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                const std::vector<uint8_t>& reached, TreeDirection direction,
-                const std::optional<std::string>& space) const;
-  std::vector<SymbolCost> symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                                  const std::vector<uint8_t>& reached) const;
+  // The tree of `costs` on `shape`: the nodes some site of `space` with a nonzero amount reaches,
+  // with their sums; `id` gets each shape node's node in the tree (-1: not reached).
+  CallTree emitTree(const Shape& shape, const std::vector<TreeCost>& costs, TreeDirection direction,
+                    const std::optional<std::string>& space, std::vector<int32_t>& id) const;
+  // Caller/callee from a top-down tree of this index and its `id`.
+  std::vector<SymbolCost> symbols(const CallTree& down, const std::vector<int32_t>& id) const;
 
   std::vector<SiteCost> sites_;
   std::vector<int32_t> site_space_;        // per site: index into spaces_
