@@ -157,7 +157,8 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   }
   r->top_down.t_from_ns = r->bottom_up.t_from_ns = q.from;
   r->top_down.t_to_ns = r->bottom_up.t_to_ns = q.to;
-  r->leaks = rangeLeaks.valid() ? rangeLeaks.get() : shown.report.leaks;
+  r->leaks_list = rangeLeaks.valid() ? std::make_shared<const an::Leaks>(rangeLeaks.get())
+                                     : std::shared_ptr<const an::Leaks>(r->shown, &shown.report.leaks);
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
   r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);

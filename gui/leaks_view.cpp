@@ -34,11 +34,11 @@ void LeaksModel::setLeaks(std::shared_ptr<const RangeData> range) {
 }
 
 const an::SiteAmount* LeaksModel::site(int row) const {
-  if (!range_ || row < 0 || size_t(row) >= range_->leaks.sites.size()) return nullptr;
-  return &range_->leaks.sites[size_t(row)];
+  if (!range_ || row < 0 || size_t(row) >= range_->leaks().sites.size()) return nullptr;
+  return &range_->leaks().sites[size_t(row)];
 }
 
-int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !range_ ? 0 : int(range_->leaks.sites.size()); }
+int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !range_ ? 0 : int(range_->leaks().sites.size()); }
 int LeaksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : kColumns; }
 
 QVariant LeaksModel::data(const QModelIndex& index, int role) const {
@@ -151,7 +151,7 @@ LeaksView::LeaksView(QWidget* parent)
 }
 
 void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
-  const an::Leaks* leaks = range ? &range->leaks : nullptr;
+  const an::Leaks* leaks = range ? &range->leaks() : nullptr;
   const bool cut = leaks && leaks->site_count > leaks->sites.size();
   if (cut)
     note_->setText(tr("The %1 largest of %2 leaking sites (%3 in %4 blocks in all); the trees and the flame graph "
