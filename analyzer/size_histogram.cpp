@@ -14,6 +14,7 @@
 
 #include "analyzer/call_tree.h"
 #include "analyzer/sql.h"
+#include "analyzer/tree_index.h"
 
 namespace memledger::analyzer {
 
@@ -177,6 +178,19 @@ SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& s
   for (size_t i = 0; i < n; ++i) {
     const SiteCost& c = sites[i];
     if (costs[i].count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, costs[i].count, costs[i].allocated, c.min_size, c.max_size});
+  }
+  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+}
+
+SizeHistogram sizeHistogram(const Recording& rec, const TreeIndex& index, const std::vector<TreeCost>& costs,
+                            std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
+  const size_t n = std::min(index.sites_.size(), costs.size());
+  std::vector<SiteSizes> list;
+  list.reserve(size_t(std::count_if(costs.begin(), costs.begin() + std::ptrdiff_t(n), [](const TreeCost& c) { return c.count > 0; })));
+  for (size_t i = 0; i < n; ++i) {
+    const TreeIndex::Site& s = index.sites_[i];
+    if (costs[i].count > 0)
+      list.push_back({{s.image_id, s.stack_id, index.kinds_[s.kind]}, costs[i].count, costs[i].allocated, s.min_size, s.max_size});
   }
   return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
 }

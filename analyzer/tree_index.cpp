@@ -167,25 +167,16 @@ struct TreeIndex::Builder {
       todo.emplace_back(node, true);
       for (int32_t k = first[i]; k < first[i + 1]; ++k) todo.emplace_back(kids[size_t(k)], false);
     }
-    std::unordered_map<std::string, int32_t> spaceIds;
-    for (const SiteCost& s : ix.sites_) spaceIds.try_emplace(s.space, 0);
-    for (auto& [name, id] : spaceIds) ix.spaces_.push_back(name);
-    std::sort(ix.spaces_.begin(), ix.spaces_.end());
-    for (size_t i = 0; i < ix.spaces_.size(); ++i) spaceIds[ix.spaces_[i]] = int32_t(i);
     ix.slot_.reserve(ix.sites_.size());
-    ix.site_space_.reserve(ix.sites_.size());
-    for (size_t i = 0; i < ix.sites_.size(); ++i) {
-      const SiteCost& s = ix.sites_[i];
-      ix.slot_[slotKey(s.stack_id, kindCode(s.kind))] = int32_t(i);
-      ix.site_space_.push_back(spaceIds[s.space]);
-    }
+    for (size_t i = 0; i < ix.sites_.size(); ++i)
+      ix.slot_[slotKey(ix.sites_[i].stack_id, ix.sites_[i].code)] = int32_t(i);
   }
 };
 
 std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, const SiteFrames& frames) {
   if (frames.size() != sites.size()) throw std::invalid_argument("TreeIndex: one frame list per site");
   std::shared_ptr<TreeIndex> ix(new TreeIndex());
-  ix->sites_ = std::move(sites);
+  ix->setSites(std::move(sites));
   Builder b(*ix);
   for (size_t i = 0; i < frames.size(); ++i) {
     if ((i & 1023) == 0) detail::throwIfCancelled();
@@ -203,7 +194,7 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
   }
   detail::Stage shaping(0.3, 1);
   std::shared_ptr<TreeIndex> ix(new TreeIndex());
-  ix->sites_ = std::move(sites);
+  ix->setSites(std::move(sites));
   Builder b(*ix);
   std::vector<const Frame*> frames;
   const size_t n = ix->sites_.size();
@@ -223,13 +214,49 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec, QueryCon
   return detail::controlled(control, [&] { return build(rec); });
 }
 
+void TreeIndex::setSites(std::vector<SiteCost> sites) {
+  for (const SiteCost& c : sites) {
+    if (std::find(spaces_.begin(), spaces_.end(), c.space) == spaces_.end()) spaces_.push_back(c.space);
+    if (std::find(kinds_.begin(), kinds_.end(), c.kind) == kinds_.end()) kinds_.push_back(c.kind);
+  }
+  std::sort(spaces_.begin(), spaces_.end());
+  if (kinds_.size() > UINT16_MAX) throw std::invalid_argument("TreeIndex: too many kinds");
+  sites_.reserve(sites.size());
+  for (const SiteCost& c : sites) {
+    Site s{c.stack_id, c.image_id, c.cost, c.min_size, c.max_size, 0, 0, kindCode(c.kind)};
+    s.space = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), c.space) - spaces_.begin());
+    s.kind = uint16_t(std::find(kinds_.begin(), kinds_.end(), c.kind) - kinds_.begin());
+    sites_.push_back(s);
+  }
+}
+
+SiteCost TreeIndex::site(size_t i) const {
+  const Site& s = sites_.at(i);
+  SiteCost c;
+  c.stack_id = s.stack_id;
+  c.image_id = s.image_id;
+  c.kind = kinds_[s.kind];
+  c.space = spaces_[size_t(s.space)];
+  c.cost = s.cost;
+  c.min_size = s.min_size;
+  c.max_size = s.max_size;
+  return c;
+}
+
+std::vector<SiteCost> TreeIndex::sites() const {
+  std::vector<SiteCost> out;
+  out.reserve(sites_.size());
+  for (size_t i = 0; i < sites_.size(); ++i) out.push_back(site(i));
+  return out;
+}
+
 std::vector<std::string> TreeIndex::spaces() const { return spaces_; }
 
 std::vector<std::string> TreeIndex::spaces(const std::vector<TreeCost>& costs) const {
   check(costs);
   std::vector<char> used(spaces_.size(), 0);
   for (size_t i = 0; i < sites_.size(); ++i)
-    if (!isZero(costs[i])) used[size_t(site_space_[i])] = 1;
+    if (!isZero(costs[i])) used[size_t(sites_[i].space)] = 1;
   std::vector<std::string> out;
   for (size_t k = 0; k < spaces_.size(); ++k)
     if (used[k]) out.push_back(spaces_[k]);
@@ -303,7 +330,7 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
   std::vector<SiteCost> out;
   for (size_t i = 0; i < sites_.size(); ++i) {
     if (isZero(costs[i])) continue;
-    out.push_back(sites_[i]);
+    out.push_back(site(i));
     out.back().cost = costs[i];
   }
   return out;
@@ -311,8 +338,8 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
 
 std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
   std::vector<TreeCost> out(sites_.size());
-  auto same = [](const SiteCost& a, const SiteCost& b) {
-    return a.stack_id == b.stack_id && a.image_id == b.image_id && a.kind == b.kind;
+  auto same = [&](const Site& a, const SiteCost& b) {
+    return a.stack_id == b.stack_id && a.image_id == b.image_id && kinds_[a.kind] == b.kind;
   };
   // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
   // appends those it adds) is looked up among the sites sorted by key (made once; of sites with
@@ -336,7 +363,7 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
       return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
     });
     if (it == by_key_.begin() || std::prev(it)->image != c.image_id || std::prev(it)->stack != c.stack_id ||
-        sites_[size_t(std::prev(it)->site)].kind != c.kind)
+        kinds_[sites_[size_t(std::prev(it)->site)].kind] != c.kind)
       return std::nullopt;
     out[size_t(std::prev(it)->site)] += c.cost;
   }
@@ -347,7 +374,7 @@ void TreeIndex::sortByKey() const {
   std::call_once(by_key_once_, [this] {
     by_key_.resize(sites_.size());
     for (size_t i = 0; i < sites_.size(); ++i)
-      by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, kindCode(sites_[i].kind), int32_t(i)};
+      by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, sites_[i].code, int32_t(i)};
     std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
       return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
     });
@@ -399,7 +426,7 @@ bool TreeIndex::applyLive(const Recording& rec, std::vector<TreeCost>& costs, co
   std::vector<char> covered(spaces_.size());
   for (size_t k = 0; k < spaces_.size(); ++k) covered[k] = live.space(spaces_[k]) != nullptr;
   for (size_t i = 0; i < sites_.size(); ++i)
-    if (covered[size_t(site_space_[i])]) costs[i].peak = 0;
+    if (covered[size_t(sites_[i].space)]) costs[i].peak = 0;
   for (size_t i = 0; i < act.all().size(); ++i)
     if (live.by_site[i].second && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
       costs[size_t(activity_site_[i])].peak = live.by_site[i].second;
@@ -443,7 +470,7 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& co
   check(costs);
   const size_t n = shape.parent.size();
   const int32_t wanted = spaceId(space);
-  auto counted = [&](size_t i) { return (wanted == -1 || site_space_[i] == wanted) && !isZero(costs[i]); };
+  auto counted = [&](size_t i) { return (wanted == -1 || sites_[i].space == wanted) && !isZero(costs[i]); };
   // The nodes some counted site reaches (id 0 marks them, then they are numbered in shape order:
   // parents first), their children in one array; the costs are added straight into the nodes
   // (no self and total per shape node: a PyTorch run's bottom-up shape has 700k nodes).

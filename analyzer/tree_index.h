@@ -26,6 +26,8 @@
 
 namespace memledger::analyzer {
 
+struct SizeHistogram;
+
 class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
  public:
   // Every site of `rec` (siteCosts() of the whole run) and both trees' shapes. Frames point into
@@ -35,8 +37,12 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // Given sites with their frames (same order): what buildCallTree() builds from scratch.
   static std::shared_ptr<const TreeIndex> build(std::vector<SiteCost> sites, const SiteFrames& frames);
 
-  // The sites, with their whole-run amounts; every vector of costs below is in this order.
-  const std::vector<SiteCost>& sites() const { return sites_; }
+  // The sites, with their whole-run amounts; every vector of costs below is in this order. Kept
+  // compact (80 bytes a site, kind and space by index: a PyTorch run has 700,000), so a site is
+  // made on request and sites() is a copy of them all.
+  size_t siteCount() const { return sites_.size(); }
+  SiteCost site(size_t i) const;
+  std::vector<SiteCost> sites() const;
   std::vector<std::string> spaces() const;  // the sites' spaces, sorted
   // The spaces of the sites with anything in `costs` (one per site), sorted.
   std::vector<std::string> spaces(const std::vector<TreeCost>& costs) const;
@@ -97,9 +103,19 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // Caller/callee from a top-down tree of this index and its `id`.
   std::vector<SymbolCost> symbols(const CallTree& down, const std::vector<int32_t>& id) const;
 
-  std::vector<SiteCost> sites_;
-  std::vector<int32_t> site_space_;        // per site: index into spaces_
-  std::vector<std::string> spaces_;
+  struct Site {
+    int64_t stack_id, image_id;
+    TreeCost cost;
+    int64_t min_size, max_size;
+    int32_t space;  // index into spaces_
+    uint16_t kind;  // index into kinds_
+    uint8_t code;   // the kind's code (255: not one of schemas/kinds.h)
+  };
+  void setSites(std::vector<SiteCost> sites);
+  std::vector<Site> sites_;
+  std::vector<std::string> spaces_, kinds_;
+  friend SizeHistogram sizeHistogram(const Recording&, const TreeIndex&, const std::vector<TreeCost>&,
+                                     std::optional<int64_t>, std::optional<int64_t>, size_t);
   std::vector<std::string> names_;         // symbol id -> name
   std::vector<const Frame*> first_frame_;  // symbol id -> the first frame seen for it
   Shape down_, up_;

@@ -130,7 +130,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   std::future<an::SizeHistogram> indexedSizes;
   if (indexed)
     indexedSizes = std::async(std::launch::async, [&rec, &index, &indexed, &q] {
-      return an::sizeHistogram(rec, index->sites(), *indexed, q.from, q.to, 10);
+      return an::sizeHistogram(rec, *index, *indexed, q.from, q.to, 10);
     });
   const an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   }
   double t0 = cpuMs();
   auto index = an::TreeIndex::build(rec);
-  std::printf("index %.0f ms CPU, %zu sites, %zu / %zu nodes\n", cpuMs() - t0, index->sites().size(),
+  std::printf("index %.0f ms CPU, %zu sites, %zu / %zu nodes\n", cpuMs() - t0, index->siteCount(),
               index->nodeCount(an::TreeDirection::TopDown), index->nodeCount(an::TreeDirection::BottomUp));
   for (int pct : {10, 50}) {
     const int64_t from = end / 2 - end * pct / 200, to = end / 2 + end * pct / 200;
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       t[4] = cpuMs();
       an::TreeIndex::Trees trees = index->trees(costs, std::string("heap"));
       t[5] = cpuMs();
-      an::SizeHistogram sizes = an::sizeHistogram(rec, index->sites(), costs, from, to, 10);
+      an::SizeHistogram sizes = an::sizeHistogram(rec, *index, costs, from, to, 10);
       t[6] = cpuMs();
       { an::TreeIndex::Trees gone = std::move(trees); }
       t[7] = cpuMs();
