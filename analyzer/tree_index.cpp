@@ -167,9 +167,12 @@ struct TreeIndex::Builder {
       todo.emplace_back(node, true);
       for (int32_t k = first[i]; k < first[i + 1]; ++k) todo.emplace_back(kids[size_t(k)], false);
     }
-    ix.slot_.reserve(ix.sites_.size());
-    for (size_t i = 0; i < ix.sites_.size(); ++i)
-      ix.slot_[slotKey(ix.sites_[i].stack_id, ix.sites_[i].code)] = int32_t(i);
+    ix.by_slot_.resize(ix.sites_.size());
+    for (size_t i = 0; i < ix.sites_.size(); ++i) ix.by_slot_[i] = int32_t(i);
+    std::stable_sort(ix.by_slot_.begin(), ix.by_slot_.end(), [&](int32_t a, int32_t b) {
+      return slotKey(ix.sites_[size_t(a)].stack_id, ix.sites_[size_t(a)].code) <
+             slotKey(ix.sites_[size_t(b)].stack_id, ix.sites_[size_t(b)].code);
+    });
   }
 };
 
@@ -222,11 +225,13 @@ void TreeIndex::setSites(std::vector<SiteCost> sites) {
   std::sort(spaces_.begin(), spaces_.end());
   if (kinds_.size() > UINT16_MAX) throw std::invalid_argument("TreeIndex: too many kinds");
   sites_.reserve(sites.size());
+  site_space_.reserve(sites.size());
   for (const SiteCost& c : sites) {
     Site s{c.stack_id, c.image_id, c.cost, c.min_size, c.max_size, 0, 0, kindCode(c.kind)};
     s.space = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), c.space) - spaces_.begin());
     s.kind = uint16_t(std::find(kinds_.begin(), kinds_.end(), c.kind) - kinds_.begin());
     sites_.push_back(s);
+    site_space_.push_back(s.space);
   }
 }
 
@@ -256,7 +261,7 @@ std::vector<std::string> TreeIndex::spaces(const std::vector<TreeCost>& costs) c
   check(costs);
   std::vector<char> used(spaces_.size(), 0);
   for (size_t i = 0; i < sites_.size(); ++i)
-    if (!isZero(costs[i])) used[size_t(sites_[i].space)] = 1;
+    if (!isZero(costs[i])) used[size_t(site_space_[i])] = 1;
   std::vector<std::string> out;
   for (size_t k = 0; k < spaces_.size(); ++k)
     if (used[k]) out.push_back(spaces_[k]);
@@ -283,11 +288,11 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
   }
   const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
   auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes, int64_t temps) {
-    auto it = slot_.find(slotKey(stack, kind));
-    if (it == slot_.end()) return;
-    out[size_t(it->second)].count += count;
-    out[size_t(it->second)].allocated += bytes;
-    out[size_t(it->second)].temporary += temps;
+    const int32_t k = slotOf(stack, kind);
+    if (k < 0) return;
+    out[size_t(k)].count += count;
+    out[size_t(k)].allocated += bytes;
+    out[size_t(k)].temporary += temps;
   };
   {
     detail::Stage activity(0, 0.9);
@@ -358,25 +363,43 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
       inOrder = false;  // from the first site out of order on, every one is looked up
       sortByKey();
     }
-    const SiteKey key{c.image_id, c.stack_id, kindCode(c.kind), INT32_MAX};
-    auto it = std::upper_bound(by_key_.begin(), by_key_.end(), key, [](const SiteKey& a, const SiteKey& b) {
-      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
-    });
-    if (it == by_key_.begin() || std::prev(it)->image != c.image_id || std::prev(it)->stack != c.stack_id ||
-        kinds_[sites_[size_t(std::prev(it)->site)].kind] != c.kind)
-      return std::nullopt;
-    out[size_t(std::prev(it)->site)] += c.cost;
+    const int32_t k = byKey(c.image_id, c.stack_id, kindCode(c.kind));
+    if (k < 0 || kinds_[sites_[size_t(k)].kind] != c.kind) return std::nullopt;
+    out[size_t(k)] += c.cost;
   }
   return out;
+}
+
+int32_t TreeIndex::slotOf(int64_t stack, uint64_t kind) const {
+  const uint64_t key = slotKey(stack, kind);
+  auto it = std::upper_bound(by_slot_.begin(), by_slot_.end(), key, [&](uint64_t k, int32_t s) {
+    return k < slotKey(sites_[size_t(s)].stack_id, sites_[size_t(s)].code);
+  });
+  if (it == by_slot_.begin()) return -1;
+  const Site& s = sites_[size_t(*std::prev(it))];
+  return slotKey(s.stack_id, s.code) == key ? *std::prev(it) : -1;
+}
+
+int32_t TreeIndex::byKey(int64_t image, int64_t stack, uint64_t kind) const {
+  sortByKey();
+  const uint64_t code = std::min(kind, kUnknownKind);
+  auto it = std::upper_bound(by_key_.begin(), by_key_.end(), std::tie(image, stack, code),
+                             [&](const std::tuple<const int64_t&, const int64_t&, const uint64_t&>& k, int32_t s) {
+                               const Site& x = sites_[size_t(s)];
+                               return k < std::make_tuple(x.image_id, x.stack_id, uint64_t(x.code));
+                             });
+  if (it == by_key_.begin()) return -1;
+  const Site& x = sites_[size_t(*std::prev(it))];
+  return x.image_id == image && x.stack_id == stack && x.code == code ? *std::prev(it) : -1;
 }
 
 void TreeIndex::sortByKey() const {
   std::call_once(by_key_once_, [this] {
     by_key_.resize(sites_.size());
-    for (size_t i = 0; i < sites_.size(); ++i)
-      by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, sites_[i].code, int32_t(i)};
-    std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
-      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
+    for (size_t i = 0; i < sites_.size(); ++i) by_key_[i] = int32_t(i);
+    std::stable_sort(by_key_.begin(), by_key_.end(), [&](int32_t a, int32_t b) {
+      const Site &x = sites_[size_t(a)], &y = sites_[size_t(b)];
+      return std::tie(x.image_id, x.stack_id, x.code) < std::tie(y.image_id, y.stack_id, y.code);
     });
   });
 }
@@ -386,8 +409,8 @@ void TreeIndex::readLeaked(const Recording& rec) const {
     detail::Statement q(rec, "SELECT t_alloc, stack_id, kind, size FROM allocations WHERE t_free IS NULL AND "
                              "t_alloc IS NOT NULL");
     while (q.step()) {
-      auto it = slot_.find(slotKey(q.i64(1), kindCode(q.text(2))));
-      if (it != slot_.end()) leaked_.push_back({q.i64(0), it->second, q.i64(3)});
+      const int32_t k = slotOf(q.i64(1), kindCode(q.text(2)));
+      if (k >= 0) leaked_.push_back({q.i64(0), k, q.i64(3)});
     }
     std::sort(leaked_.begin(), leaked_.end(), [](const Leaked& x, const Leaked& y) { return x.t < y.t; });
   });
@@ -399,16 +422,10 @@ void TreeIndex::mapActivity(const Recording& rec) const {
     sortByKey();
     activity_slot_.assign(act.all().size(), -1);
     activity_site_.assign(act.all().size(), -1);
-    auto less = [](const SiteKey& a, const SiteKey& b) { return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind); };
     for (size_t i = 0; i < act.all().size(); ++i) {
       const detail::ActivitySite& a = act.all()[i];
-      auto it = slot_.find(slotKey(a.stack_id, a.kind));
-      if (it != slot_.end()) activity_slot_[i] = it->second;
-      // The last site of the key, as costsOf() finds it.
-      auto up = std::upper_bound(by_key_.begin(), by_key_.end(), SiteKey{a.image_id, a.stack_id, a.kind, 0}, less);
-      if (up != by_key_.begin() && std::prev(up)->image == a.image_id && std::prev(up)->stack == a.stack_id &&
-          std::prev(up)->kind == a.kind)
-        activity_site_[i] = std::prev(up)->site;
+      activity_slot_[i] = slotOf(a.stack_id, a.kind);
+      activity_site_[i] = byKey(a.image_id, a.stack_id, a.kind);  // the last site of the key, as costsOf() finds it
     }
   });
 }
@@ -426,7 +443,7 @@ bool TreeIndex::applyLive(const Recording& rec, std::vector<TreeCost>& costs, co
   std::vector<char> covered(spaces_.size());
   for (size_t k = 0; k < spaces_.size(); ++k) covered[k] = live.space(spaces_[k]) != nullptr;
   for (size_t i = 0; i < sites_.size(); ++i)
-    if (covered[size_t(sites_[i].space)]) costs[i].peak = 0;
+    if (covered[size_t(site_space_[i])]) costs[i].peak = 0;
   for (size_t i = 0; i < act.all().size(); ++i)
     if (live.by_site[i].second && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
       costs[size_t(activity_site_[i])].peak = live.by_site[i].second;
@@ -470,7 +487,7 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& co
   check(costs);
   const size_t n = shape.parent.size();
   const int32_t wanted = spaceId(space);
-  auto counted = [&](size_t i) { return (wanted == -1 || sites_[i].space == wanted) && !isZero(costs[i]); };
+  auto counted = [&](size_t i) { return (wanted == -1 || site_space_[i] == wanted) && !isZero(costs[i]); };
   // The nodes some counted site reaches (id 0 marks them, then they are numbered in shape order:
   // parents first), their children in one array; the costs are added straight into the nodes
   // (no self and total per shape node: a PyTorch run's bottom-up shape has 700k nodes).

@@ -113,6 +113,7 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   };
   void setSites(std::vector<SiteCost> sites);
   std::vector<Site> sites_;
+  std::vector<int32_t> site_space_;  // each site's space again, for the trees' pass over the sites
   std::vector<std::string> spaces_, kinds_;
   friend SizeHistogram sizeHistogram(const Recording&, const TreeIndex&, const std::vector<TreeCost>&,
                                      std::optional<int64_t>, std::optional<int64_t>, size_t);
@@ -123,18 +124,17 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // edge on their path (the other nodes: -1), and the edges' symbols.
   std::vector<int32_t> first_symbol_, first_edge_;
   std::vector<std::pair<int32_t, int32_t>> edges_;  // edge id -> (caller, callee) symbol ids
-  // (stack id, kind code) -> site, for the per-site activity (the last site of a key, as siteCosts()).
-  std::unordered_map<uint64_t, int32_t> slot_;
+  // The sites sorted by (stack id, kind code), for the per-site activity: slotOf() is the last site
+  // of a key (as siteCosts()), -1 none. An index a site, not a hash map's node.
+  std::vector<int32_t> by_slot_;
+  int32_t slotOf(int64_t stack, uint64_t kind) const;
   // The site of each of the recording's activity sites (Recording::activitySites()), made at the
   // first range: a range then adds the kept activity with no lookup per entry.
   // The sites by (image, stack, kind code), for costsOf(); made when first needed.
-  struct SiteKey {
-    int64_t image, stack;
-    uint64_t kind;
-    int32_t site;
-  };
+  // byKey(): the last site of the key, -1 none.
   mutable std::once_flag by_key_once_;
-  mutable std::vector<SiteKey> by_key_;
+  mutable std::vector<int32_t> by_key_;
+  int32_t byKey(int64_t image, int64_t stack, uint64_t kind) const;
   mutable std::once_flag activity_once_;
   mutable std::vector<int32_t> activity_slot_;  // by (stack, kind), as costs() adds activity
   mutable std::vector<int32_t> activity_site_;  // the same site, by (image, stack, kind); -1 none
