@@ -24,10 +24,7 @@ ActivitySites::ActivitySites(const Recording& rec) {
   std::unordered_map<std::pair<int64_t, int64_t>, std::string, PairHash> names;  // (image, account) -> space
   for (const SpacePeak& sp : spacePeaks(rec)) names[{sp.image_id, sp.account}] = sp.name;  // the last, as siteRows()
   const PythonSnapshot& py = rec.pythonSnapshot();
-  struct Row {
-    int64_t alloc_bytes;
-    ActivitySite site;
-  };
+  std::vector<int64_t> allocated;  // per row read: its sort key
   std::vector<std::string> spaces;  // in order of appearance, then sorted below
   auto spaceOf = [&](const std::string& name) {
     auto it = std::find(spaces.begin(), spaces.end(), name);
@@ -35,12 +32,12 @@ ActivitySites::ActivitySites(const Recording& rec) {
     spaces.push_back(name);
     return int32_t(spaces.size() - 1);
   };
-  std::vector<Row> rows;
+  std::vector<ActivitySite> rows;
   forEachSite(rec, [&](const SiteEntry& e) {
     const kinds::KindInfo* k = kinds::info(e.kind);
     if (!k) return;
-    Row r{e.alloc_bytes, {}};
-    ActivitySite& a = r.site;
+    allocated.push_back(e.alloc_bytes);
+    ActivitySite& a = rows.emplace_back();
     a.image_id = e.image_id;
     a.stack_id = e.stack_id;
     a.kind = uint8_t(k->code);
@@ -55,20 +52,24 @@ ActivitySites::ActivitySites(const Recording& rec) {
     }
     a.peak_count = e.peak_count;
     a.peak_bytes = e.peak_bytes;
-    rows.push_back(r);
   });
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.alloc_bytes != b.alloc_bytes) return a.alloc_bytes > b.alloc_bytes;
-    if (a.site.stack_id != b.site.stack_id) return a.site.stack_id < b.site.stack_id;
-    return std::string_view(siteKindName(a.site.kind)) < std::string_view(siteKindName(b.site.kind));
+  // Sorted by index (the file's order among full ties, as a stable sort), not 64-byte rows.
+  std::vector<uint32_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const ActivitySite &a = rows[x], &b = rows[y];
+    if (allocated[x] != allocated[y]) return allocated[x] > allocated[y];
+    if (a.stack_id != b.stack_id) return a.stack_id < b.stack_id;
+    if (a.kind != b.kind) return std::string_view(siteKindName(a.kind)) < std::string_view(siteKindName(b.kind));
+    return x < y;
   });
   size_t capacity = 1024;
   while (capacity < rows.size() * 2) capacity *= 2;
   shift_ = 64 - std::countr_zero(capacity);
   index_.assign(capacity, -1);
   sites_.reserve(rows.size());
-  for (const Row& r : rows) {
-    const ActivitySite& a = r.site;
+  for (uint32_t i : order) {
+    const ActivitySite& a = rows[i];
     // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
     // apart; the first keeps them.
     if (find(a.image_id, a.stack_id, a.kind) >= 0) continue;
@@ -78,6 +79,7 @@ ActivitySites::ActivitySites(const Recording& rec) {
     sites_.push_back(a);
   }
   rows = {};
+  allocated = {};
   spaces_ = spaces;
   std::sort(spaces_.begin(), spaces_.end());
   std::vector<int32_t> sorted(spaces.size());

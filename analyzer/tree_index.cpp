@@ -190,14 +190,12 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, c
 }
 
 std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
-  std::vector<SiteCost> sites;
+  std::shared_ptr<TreeIndex> ix(new TreeIndex());
   {
     detail::Stage reading(0, 0.3);
-    sites = analyzer::siteCosts(rec);
+    if (!ix->readSites(rec)) ix->setSites(analyzer::siteCosts(rec));
   }
   detail::Stage shaping(0.3, 1);
-  std::shared_ptr<TreeIndex> ix(new TreeIndex());
-  ix->setSites(std::move(sites));
   Builder b(*ix);
   std::vector<const Frame*> frames;
   const size_t n = ix->sites_.size();
@@ -215,44 +213,6 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
 
 std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec, QueryControl& control) {
   return detail::controlled(control, [&] { return build(rec); });
-}
-
-void TreeIndex::setSites(std::vector<SiteCost> sites) {
-  for (const SiteCost& c : sites) {
-    if (std::find(spaces_.begin(), spaces_.end(), c.space) == spaces_.end()) spaces_.push_back(c.space);
-    if (std::find(kinds_.begin(), kinds_.end(), c.kind) == kinds_.end()) kinds_.push_back(c.kind);
-  }
-  std::sort(spaces_.begin(), spaces_.end());
-  if (kinds_.size() > UINT16_MAX) throw std::invalid_argument("TreeIndex: too many kinds");
-  sites_.reserve(sites.size());
-  site_space_.reserve(sites.size());
-  for (const SiteCost& c : sites) {
-    Site s{c.stack_id, c.image_id, c.cost, c.min_size, c.max_size, 0, 0, kindCode(c.kind)};
-    s.space = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), c.space) - spaces_.begin());
-    s.kind = uint16_t(std::find(kinds_.begin(), kinds_.end(), c.kind) - kinds_.begin());
-    sites_.push_back(s);
-    site_space_.push_back(s.space);
-  }
-}
-
-SiteCost TreeIndex::site(size_t i) const {
-  const Site& s = sites_.at(i);
-  SiteCost c;
-  c.stack_id = s.stack_id;
-  c.image_id = s.image_id;
-  c.kind = kinds_[s.kind];
-  c.space = spaces_[size_t(s.space)];
-  c.cost = s.cost;
-  c.min_size = s.min_size;
-  c.max_size = s.max_size;
-  return c;
-}
-
-std::vector<SiteCost> TreeIndex::sites() const {
-  std::vector<SiteCost> out;
-  out.reserve(sites_.size());
-  for (size_t i = 0; i < sites_.size(); ++i) out.push_back(site(i));
-  return out;
 }
 
 std::vector<std::string> TreeIndex::spaces() const { return spaces_; }

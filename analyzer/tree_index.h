@@ -112,6 +112,7 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
     uint8_t code;   // the kind's code (255: not one of schemas/kinds.h)
   };
   void setSites(std::vector<SiteCost> sites);
+  bool readSites(const Recording& rec);  // false: a file without packed totals (setSites() then)
   std::vector<Site> sites_;
   std::vector<int32_t> site_space_;  // each site's space again, for the trees' pass over the sites
   std::vector<std::string> spaces_, kinds_;
