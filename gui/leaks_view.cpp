@@ -27,18 +27,18 @@ QString leakKindsText(const an::SiteAmount& s) {
 }
 }  // namespace
 
-void LeaksModel::setLeaks(std::shared_ptr<const RangeData> range) {
+void LeaksModel::setLeaks(std::shared_ptr<const an::Leaks> leaks) {
   beginResetModel();
-  range_ = std::move(range);
+  leaks_ = std::move(leaks);
   endResetModel();
 }
 
 const an::SiteAmount* LeaksModel::site(int row) const {
-  if (!range_ || row < 0 || size_t(row) >= range_->leaks().sites.size()) return nullptr;
-  return &range_->leaks().sites[size_t(row)];
+  if (!leaks_ || row < 0 || size_t(row) >= leaks_->sites.size()) return nullptr;
+  return &leaks_->sites[size_t(row)];
 }
 
-int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !range_ ? 0 : int(range_->leaks().sites.size()); }
+int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !leaks_ ? 0 : int(leaks_->sites.size()); }
 int LeaksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : kColumns; }
 
 QVariant LeaksModel::data(const QModelIndex& index, int role) const {
@@ -161,7 +161,7 @@ void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
                             QString::fromStdString(an::formatBytes(leaks->bytes)),
                             QString::fromStdString(an::formatCount(leaks->count))));
   note_->setVisible(cut);
-  model_->setLeaks(std::move(range));
+  model_->setLeaks(range ? range->leaks_list : nullptr);
   table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
   if (model_->rowCount() > 0) table_->selectRow(0);
   else stack_->setHtml(tr("<i>No leaks in this range.</i>"));
