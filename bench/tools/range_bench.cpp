@@ -1,5 +1,5 @@
 // Times what the GUI computes for a time range of a recording on its tree index, step by step, in
-// the calling thread's CPU time (gui/document_jobs.cpp's computeRange() for A alone, the steps run
+// the process's CPU time (the trees use a second thread) (gui/document_jobs.cpp's computeRange() for A alone, the steps run
 // one after another here): the range's leaks, the costs, the range's peak, the live set applied,
 // the trees, the Sizes histogram. The middle 10% and 50% of the run, R times each (after one
 // unmeasured round); prints the best of each step. `--leaks` prints the 50% range's leak list
@@ -22,7 +22,7 @@ namespace an = memledger::analyzer;
 
 static double cpuMs() {
   timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
