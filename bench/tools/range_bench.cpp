@@ -1,5 +1,5 @@
 // Times what the GUI computes for a time range of a recording on its tree index, step by step, in
-// the process's CPU time (the trees use a second thread) (gui/document_jobs.cpp's computeRange() for A alone, the steps run
+// the process's CPU time (the trees use a second thread; gui/document_jobs.cpp's computeRange() for A alone, the steps run
 // one after another here): the range's leaks, the costs, the range's peak, the live set applied,
 // the trees, the Sizes histogram. The middle 10% and 50% of the run, R times each (after one
 // unmeasured round); prints the best of each step. `--leaks` prints the 50% range's leak list
