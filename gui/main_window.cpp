@@ -367,6 +367,7 @@ void MainWindow::onRange() {
   if (shown != callerCallee_) callerCallee_->setRange(nullptr);
   if (shown != flame_) flame_->setRange(nullptr);
   if (shown != sizes_) sizes_->setRange(nullptr);
+  lap("release");
   bringUpToDate(shown);
   lap(qPrintable(tabs_->currentWidget()->objectName()));
   if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
