@@ -542,9 +542,12 @@ std::vector<TimelinePoint> timeline(const Recording& rec, std::optional<int64_t>
 std::string frameText(const Frame& frame);
 // A frame's function, or for one without a symbol its module and offset ("libfoo.so+0x1a2b").
 std::string unknownFrameName(const Frame& frame);
+// A frame of the C++ standard library: code from its headers (/usr/include/c++/...: a vector's
+// growth, a string's construction, the allocator) or its library (libstdc++.so, libc++.so).
+bool isStandardLibraryFrame(const Frame& frame);
 // The frame a one-line list names a site by: its innermost frame with a symbol that is not the C
-// runtime's entry (__libc_start_call_main, _start, ...), or, in a stripped program, the
-// innermost frame as "?? (module)".
+// runtime's entry (__libc_start_call_main, _start, ...) nor the C++ standard library's (unless
+// only those have a symbol), or, in a stripped program, the innermost frame as "?? (module)".
 std::string siteText(const Stack& stack);
 // siteText of each stack of one list, where two would read the same told apart by the first
 // caller that differs: "ramp (three_phases.c:24) <- phase_two (three_phases.c:40)".

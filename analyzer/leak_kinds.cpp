@@ -1,5 +1,6 @@
 // Leak kinds (docs/leak-kinds.md): what the recorder's exit scan found per leaked heap block
 // (leak_scans, leak_kinds; schema version 6), grouped per site and summed for the report.
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -140,6 +141,22 @@ void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks) {
       leaks.kinds[k].bytes += s.leak_kinds[k].bytes;
     }
   }
+}
+
+size_t orderLeakRows(LeakRows& rows, std::optional<size_t> top) {
+  std::vector<uint16_t> rank(rows.kinds.size());  // a kind index's place in name order
+  for (size_t k = 0; k < rank.size(); ++k)
+    for (size_t j = 0; j < rank.size(); ++j) rank[k] += rows.kinds[j] < rows.kinds[k];
+  auto order = [&](const LeakRow& a, const LeakRow& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.count != b.count) return a.count > b.count;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    if (a.kind != b.kind) return rank[a.kind] < rank[b.kind];
+    return a.image < b.image;
+  };
+  const size_t keep = top ? std::min(*top, rows.rows.size()) : rows.rows.size();
+  std::partial_sort(rows.rows.begin(), rows.rows.begin() + std::ptrdiff_t(keep), rows.rows.end(), order);
+  return keep;
 }
 
 void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks, const LeakRows& all) {

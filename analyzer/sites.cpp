@@ -60,12 +60,28 @@ bool isRuntimeEntry(const std::string& f) {
 }
 
 const Frame* namedFrame(const Stack& stack) {
-  for (const Frame& f : stack)
-    if (f.function && !isRuntimeEntry(*f.function)) return &f;
-  return nullptr;
+  // The C++ standard library's frames (a vector's growth, a string's copy, an allocator) are
+  // how the program allocated, not where: the first named frame past them names the site.
+  const Frame* first = nullptr;
+  for (const Frame& f : stack) {
+    if (!f.function || isRuntimeEntry(*f.function)) continue;
+    if (!isStandardLibraryFrame(f)) return &f;
+    if (!first) first = &f;
+  }
+  return first;
 }
 
 }  // namespace detail
+
+bool isStandardLibraryFrame(const Frame& f) {
+  if (f.file) return f.file->find("/include/c++/") != std::string::npos;  // libstdc++'s and libc++'s headers
+  if (f.function && (f.function->starts_with("std::") || f.function->starts_with("__gnu_cxx::"))) return true;
+  if (!f.module) return false;
+  const std::string& m = *f.module;
+  const size_t slash = m.rfind('/');
+  const std::string_view base = std::string_view(m).substr(slash == std::string::npos ? 0 : slash + 1);
+  return base.starts_with("libstdc++") || base.starts_with("libc++.");
+}
 
 std::string siteText(const Stack& stack) {
   if (const Frame* f = siteFrame(stack)) return frameText(*f);
@@ -420,23 +436,11 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
         out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
     sortAndCut(out.sites, filter);
   } else {
-    // One process: the first `top` rows in sortAndCut()'s order (kinds by name, then image), and
-    // only those made SiteAmounts; the leak kinds' totals over every row.
-    std::vector<uint16_t> rank(rows.kinds.size());  // a kind index's place in name order
-    for (size_t k = 0; k < rank.size(); ++k)
-      for (size_t j = 0; j < rank.size(); ++j) rank[k] += rows.kinds[j] < rows.kinds[k];
-    auto order = [&](const detail::LeakRow& a, const detail::LeakRow& b) {
-      if (a.bytes != b.bytes) return a.bytes > b.bytes;
-      if (a.count != b.count) return a.count > b.count;
-      if (a.stack != b.stack) return a.stack < b.stack;
-      if (a.kind != b.kind) return rank[a.kind] < rank[b.kind];
-      return a.image < b.image;
-    };
-    std::vector<detail::LeakRow>& v = rows.rows;
-    size_t keep = filter.top ? std::min(*filter.top, v.size()) : v.size();
-    std::partial_sort(v.begin(), v.begin() + std::ptrdiff_t(keep), v.end(), order);
+    // One process: only the first `top` rows (sortAndCut()'s order) become SiteAmounts; the leak
+    // kinds' totals are over every row.
+    const size_t keep = detail::orderLeakRows(rows, filter.top);
     out.sites.reserve(keep);
-    for (size_t i = 0; i < keep; ++i) out.sites.push_back(amountOf(v[i]));
+    for (size_t i = 0; i < keep; ++i) out.sites.push_back(amountOf(rows.rows[i]));
     detail::attachLeakKinds(rec, filter, out, rows);
   }
   attachStacks(rec, out.sites);

@@ -257,6 +257,9 @@ struct LeakRows {
 // `images` (optional) gets those images, ascending.
 std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, LeakRows& rows,
                         std::vector<int64_t>* images = nullptr);
+// Puts the first `top` rows (all without one) in front in sortAndCut()'s order (bytes, count
+// descending, stack id, kind name, then image) and returns how many that is (leak_kinds.cpp).
+size_t orderLeakRows(LeakRows& rows, std::optional<size_t> top);
 // Whether Python objects kept a site's leaked blocks (SiteAmount::python_owned): a site of a row
 // pythonLeaks() added of which no block outlived finalization.
 bool pythonOwned(const Recording& rec, int64_t image, int64_t stack, const std::string& kind);

@@ -1,7 +1,11 @@
 #include "analyzer/tree_diff.h"
 
+#include "analyzer/tree_index.h"
+
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <utility>
 
 namespace memledger::analyzer {
 
@@ -54,6 +58,34 @@ std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const S
                                          const std::optional<std::string>& space) {
   auto [costs, frames] = both(a, fa, b, fb);
   return callerCallee(costs, frames, space);
+}
+
+DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::vector<SiteCost>&& b, SiteFrames&& framesB,
+                    const std::optional<std::string>& space) {
+  std::vector<SiteCost> costs = std::move(b);
+  costs.reserve(costs.size() + a.size());
+  for (const SiteCost& c : a) {
+    costs.push_back(c);
+    TreeCost& t = costs.back().cost;
+    t = TreeCost{-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary};
+  }
+  SiteFrames frames = std::move(framesB);
+  frames.insert(frames.end(), std::make_move_iterator(framesA.begin()), std::make_move_iterator(framesA.end()));
+  framesA.clear();
+  // One index of the merged sites answers all three (buildCallTree() would make one for each).
+  std::vector<TreeCost> amounts;
+  amounts.reserve(costs.size());
+  for (const SiteCost& c : costs) amounts.push_back(c.cost);
+  std::shared_ptr<const TreeIndex> index = TreeIndex::build(std::move(costs), frames);
+  SiteFrames().swap(frames);
+  TreeIndex::Trees trees = index->trees(amounts, space);
+  DiffTrees out;
+  out.top_down.tree = std::move(trees.top_down);
+  out.top_down.change = changeMagnitudes(out.top_down.tree);
+  out.bottom_up.tree = std::move(trees.bottom_up);
+  out.bottom_up.change = changeMagnitudes(out.bottom_up.tree);
+  out.symbols = std::move(trees.symbols);
+  return out;
 }
 
 std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metric) {

@@ -38,8 +38,17 @@ std::string moreFrames(const char* indent, size_t n) {
 std::string stackText(const an::Stack& stack, const TextOptions& opt, const char* indent) {
   std::string out;
   if (stack.empty()) return std::string(indent) + "(no stack)\n";
-  size_t shown = std::min(stack.size(), opt.frames);
-  for (size_t i = 0; i < shown; ++i) out += indent + an::frameText(stack[i]) + "\n";
+  // The C++ standard library's frames at the inner end (the allocator, a vector's growth) take one
+  // line, naming the outermost of them (which container, which call), so the frames shown are
+  // the program's.
+  size_t first = 0;
+  while (first < stack.size() && an::isStandardLibraryFrame(stack[first])) ++first;
+  if (first >= 2 && first < stack.size())
+    out += fmt("%s(%zu C++ standard library frames) ", indent, first) + an::frameText(stack[first - 1]) + "\n";
+  else
+    first = 0;
+  size_t shown = std::min(stack.size(), first + opt.frames);
+  for (size_t i = first; i < shown; ++i) out += indent + an::frameText(stack[i]) + "\n";
   // Python code under a deep native part (numpy's, the interpreter's): its first lines are the
   // user's code, so they are shown after the cut rather than hidden in it.
   size_t py = shown;

@@ -17,22 +17,13 @@
 
 #include "analyzer/format.h"
 #include "gui/theme.h"
+#include "gui/change_models.h"  // signedBytes, signedCount
 #include "gui/leaks_view.h"  // stackHtml
 
 namespace memledger::gui {
 
 namespace an = memledger::analyzer;
 
-namespace {
-QString signedBytes(int64_t d) {
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + QString::fromStdString(an::formatBytes(std::llabs(d)));
-}
-QString signedCount(int64_t d) {
-  if (d == 0) return "0";
-  return (d > 0 ? "+" : "-") + QString::fromStdString(an::formatCount(std::llabs(d)));
-}
-}  // namespace
 
 void CompareModel::setDiff(std::shared_ptr<const an::DiffResult> diff) {
   beginResetModel();

@@ -18,6 +18,7 @@
 
 #include "analyzer/analyzer.h"
 #include "analyzer/call_tree.h"
+#include "analyzer/list_diff.h"
 #include "analyzer/live_set.h"
 #include "analyzer/series_set.h"
 #include "analyzer/site_chart.h"
@@ -87,6 +88,11 @@ struct RangeData {
     return leaks_list ? *leaks_list : none;
   }
   analyzer::SizeHistogram sizes;  // allocation sizes made in the range
+  // B − A: the range's leaks and sizes of A (`leaks`, `sizes` above) and of B matched by site
+  // (analyzer/list_diff.h), and the two runs' headline numbers; empty otherwise.
+  analyzer::ListChanges leak_changes;
+  std::vector<analyzer::SizeBucketChange> size_changes;
+  std::vector<analyzer::HeadlineChange> headlines;
   bool ranged() const { return from_ns || to_ns; }
 };
 

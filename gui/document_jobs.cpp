@@ -103,6 +103,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   }
   if (control.cancelled) throw an::Cancelled();
   std::vector<an::SiteCost> costsB;
+  an::SizeHistogram sizesB;  // B − A: B's sizes of the range
   an::LiveSet liveB;
   if (r->diff()) {
     r->other = q.b;
@@ -133,7 +134,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     indexedSizes = std::async(std::launch::async, [&rec, &index, &indexed, &q] {
       return an::sizeHistogram(rec, *index, *indexed, q.from, q.to, 10);
     });
-  const an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
+  an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();
   if (indexed) {
     an::TreeIndex::Trees trees = index->trees(*indexed, r->space);
@@ -141,15 +142,14 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     r->bottom_up = std::move(trees.bottom_up);
     r->symbols = std::move(trees.symbols);
   } else if (r->diff()) {
-    const an::SiteFrames framesB = an::siteFrames(*q.b->rec, costsB);
-    an::DiffTree down = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::TopDown, r->space);
-    an::DiffTree up = an::diffTree(r->costs, frames, costsB, framesB, an::TreeDirection::BottomUp, r->space);
-    r->top_down = std::move(down.tree);
-    r->top_down_change = std::move(down.change);
-    r->bottom_up = std::move(up.tree);
-    r->bottom_up_change = std::move(up.change);
-    if (control.cancelled) throw an::Cancelled();
-    r->symbols = an::diffCallerCallee(r->costs, frames, costsB, framesB, r->space);
+    sizesB = an::sizeHistogram(*q.b->rec, costsB, q.from, q.to, 10);  // before costsB moves into the trees
+    an::SiteFrames framesB = an::siteFrames(*q.b->rec, costsB);
+    an::DiffTrees trees = an::diffTrees(r->costs, std::move(frames), std::move(costsB), std::move(framesB), r->space);
+    r->top_down = std::move(trees.top_down.tree);
+    r->top_down_change = std::move(trees.top_down.change);
+    r->bottom_up = std::move(trees.bottom_up.tree);
+    r->bottom_up_change = std::move(trees.bottom_up.change);
+    r->symbols = std::move(trees.symbols);
   } else {
     r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
     r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
@@ -163,6 +163,14 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
   r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
+  if (r->diff()) {  // B's leaks and sizes of the same range, matched with A's per site
+    const RecordingData& b = *q.b;
+    const an::Leaks leaksB = (q.from || q.to) ? an::leaks(*b.rec, f, control) : b.report.leaks;
+    if (control.cancelled) throw an::Cancelled();
+    r->leak_changes = an::diffLeaks(r->leaks(), leaksB);
+    r->size_changes = an::diffSizes(r->sizes, sizesB);
+    r->headlines = an::compareHeadlines(shown.report, shown.series, b.report, b.series);
+  }
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "analyzer/format.h"
+#include "gui/change_models.h"
 
 namespace memledger::gui {
 
@@ -107,14 +108,15 @@ QString stackHtml(const an::Stack& stack) {
 LeaksView::LeaksView(QWidget* parent)
     : QWidget(parent),
       model_(new LeaksModel(this)),
+      changes_(new LeakChangesModel(this)),
+      proxy_(new QSortFilterProxyModel(this)),
       table_(new QTableView(this)),
       stack_(new QTextBrowser(this)),
       note_(new QLabel(this)) {
   setObjectName("leaks");
-  auto* proxy = new QSortFilterProxyModel(this);
-  proxy->setSourceModel(model_);
-  proxy->setSortRole(Qt::UserRole);
-  table_->setModel(proxy);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(Qt::UserRole);
+  table_->setModel(proxy_);
   table_->setSortingEnabled(true);
   table_->sortByColumn(LeaksModel::kBytes, Qt::DescendingOrder);
   table_->horizontalHeader()->resizeSection(LeaksModel::kLeakKinds, 240);  // "definite 32 B, indirect 64 B"
@@ -137,34 +139,71 @@ LeaksView::LeaksView(QWidget* parent)
   note_->hide();
   layout->addWidget(note_);
   layout->addWidget(split, 1);
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this, proxy](const QModelIndex& cur) {
-    const an::SiteAmount* s = model_->site(proxy->mapToSource(cur).row());
-    QString kinds = s ? leakKindsText(*s) : QString();
-    stack_->setHtml(s ? QString("<b>%1 in %2 blocks</b> (%3)%4<br><br>%5")
-                            .arg(QString::fromStdString(an::formatBytes(s->bytes)),
-                                 QString::fromStdString(an::formatCount(s->count)),
-                                 QString::fromStdString(s->origin_reason.empty() ? s->origin : s->origin_reason).toHtmlEscaped(),
-                                 kinds.isEmpty() ? QString() : "<br>" + tr("leak kinds: %1").arg(kinds).toHtmlEscaped(),
-                                 stackHtml(s->stack))
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &LeaksView::showSite);
+}
+
+void LeaksView::showSite(const QModelIndex& cur) {
+  const int row = proxy_->mapToSource(cur).row();
+  if (proxy_->sourceModel() == changes_) {
+    const an::SiteChange* c = changes_->site(row);
+    stack_->setHtml(c ? QString("<b>%1 leaked, %2 blocks</b> (%3)<br>A: %4 in %5 blocks<br>B: %6 in %7 blocks<br><br>%8")
+                            .arg(signedBytes(c->deltaBytes()), signedCount(c->deltaCount()), changeStatusText(*c).toHtmlEscaped(),
+                                 QString::fromStdString(an::formatBytes(c->bytes_a)), QString::fromStdString(an::formatCount(c->count_a)),
+                                 QString::fromStdString(an::formatBytes(c->bytes_b)), QString::fromStdString(an::formatCount(c->count_b)),
+                                 stackHtml(c->stack))
                       : QString());
-  });
+    return;
+  }
+  const an::SiteAmount* s = model_->site(row);
+  QString kinds = s ? leakKindsText(*s) : QString();
+  stack_->setHtml(s ? QString("<b>%1 in %2 blocks</b> (%3)%4<br><br>%5")
+                          .arg(QString::fromStdString(an::formatBytes(s->bytes)),
+                               QString::fromStdString(an::formatCount(s->count)),
+                               QString::fromStdString(s->origin_reason.empty() ? s->origin : s->origin_reason).toHtmlEscaped(),
+                               kinds.isEmpty() ? QString() : "<br>" + tr("leak kinds: %1").arg(kinds).toHtmlEscaped(),
+                               stackHtml(s->stack))
+                    : QString());
 }
 
 void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
-  const an::Leaks* leaks = range ? &range->leaks() : nullptr;
-  const bool cut = leaks && leaks->site_count > leaks->sites.size();
-  if (cut)
-    note_->setText(tr("The %1 largest of %2 leaking sites (%3 in %4 blocks in all); the trees and the flame graph "
-                      "with the metric \"leaked\" hold every site.")
-                       .arg(QString::fromStdString(an::formatCount(int64_t(leaks->sites.size()))),
-                            QString::fromStdString(an::formatCount(int64_t(leaks->site_count))),
-                            QString::fromStdString(an::formatBytes(leaks->bytes)),
-                            QString::fromStdString(an::formatCount(leaks->count))));
-  note_->setVisible(cut);
-  model_->setLeaks(range ? range->leaks_list : nullptr);
+  const bool diff = range && range->diff();
+  QAbstractItemModel* source = diff ? static_cast<QAbstractItemModel*>(changes_) : model_;
+  if (proxy_->sourceModel() != source) {
+    proxy_->setSourceModel(source);
+    table_->horizontalHeader()->resizeSection(0, 380);
+    table_->sortByColumn(diff ? int(LeakChangesModel::kDeltaBytes) : int(LeaksModel::kBytes), Qt::DescendingOrder);
+  }
+  auto b = [](int64_t v) { return QString::fromStdString(an::formatBytes(v)); };
+  auto n = [](int64_t v) { return QString::fromStdString(an::formatCount(v)); };
+  if (diff) {
+    // The two totals and how the sites were matched; the lists compared are each side's largest.
+    const an::ListChanges& c = range->leak_changes;
+    QString text = tr("B \u2212 A: %1 leaked in %2 blocks (A %3 in %4 blocks, B %5 in %6 blocks); sites changed: %7, "
+                      "matched by function and file as memledger diff matches them.")
+                       .arg(signedBytes(c.bytes_b - c.bytes_a), signedCount(c.count_b - c.count_a), b(c.bytes_a), n(c.count_a),
+                            b(c.bytes_b), n(c.count_b), n(int64_t(c.sites.size())));
+    if (c.cut_a || c.cut_b)
+      text += " " + tr("Each side lists its %1 largest sites (A has %2, B %3): %4 sites listed by one side only and within "
+                       "the other's cut are not compared; one past the other's cut counts 0 there.")
+                        .arg(n(int64_t(kListedSites)), n(int64_t(c.sites_a)), n(int64_t(c.sites_b)), n(int64_t(c.uncertain)));
+    note_->setText(text);
+    note_->setVisible(true);
+    changes_->setRange(range);
+    model_->setLeaks(nullptr);
+  } else {
+    const an::Leaks* leaks = range ? &range->leaks() : nullptr;
+    const bool cut = leaks && leaks->site_count > leaks->sites.size();
+    if (cut)
+      note_->setText(tr("The %1 largest of %2 leaking sites (%3 in %4 blocks in all); the trees and the flame graph "
+                        "with the metric \"leaked\" hold every site.")
+                         .arg(n(int64_t(leaks->sites.size())), n(int64_t(leaks->site_count)), b(leaks->bytes), n(leaks->count)));
+    note_->setVisible(cut);
+    model_->setLeaks(range ? range->leaks_list : nullptr);
+    changes_->setRange(nullptr);
+  }
   table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
-  if (model_->rowCount() > 0) table_->selectRow(0);
-  else stack_->setHtml(tr("<i>No leaks in this range.</i>"));
+  if (proxy_->rowCount() > 0) table_->selectRow(0);
+  else stack_->setHtml(diff ? tr("<i>No leak changed between A and B in this range.</i>") : tr("<i>No leaks in this range.</i>"));
 }
 
 SuggestionsView::SuggestionsView(QWidget* parent)

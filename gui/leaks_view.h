@@ -12,8 +12,11 @@
 #include "gui/document.h"
 
 class QLabel;
+class QSortFilterProxyModel;
 
 namespace memledger::gui {
+
+class LeakChangesModel;
 
 class LeaksModel : public QAbstractTableModel {
   Q_OBJECT
@@ -44,14 +47,19 @@ class LeaksView : public QWidget {
   void setRange(std::shared_ptr<const RangeData> range);
   QTableView* table() const { return table_; }
   LeaksModel* model() const { return model_; }
+  // In B − A (a comparison shown as differences): the table's rows are these, per site.
+  LeakChangesModel* changes() const { return changes_; }
   QTextBrowser* stack() const { return stack_; }
   QLabel* note() const { return note_; }
 
  private:
+  void showSite(const QModelIndex& current);
   LeaksModel* model_;
+  LeakChangesModel* changes_;
+  QSortFilterProxyModel* proxy_;
   QTableView* table_;
   QTextBrowser* stack_;
-  QLabel* note_;  // when only the largest sites are listed
+  QLabel* note_;  // when only the largest sites are listed; in B − A the two totals
 };
 
 class SuggestionsView : public QWidget {

@@ -142,6 +142,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(charts_, &ChartsView::hoverText, timelineStatus_, &QLabel::setText);
   connect(doc_, &Document::compareOpened, this, [this] {
+    timeline_->setCompare(doc_->compareData());
     show_->setEnabled(true);
     setShow(Show::Diff);  // asked to compare: every per-site view shows the differences
   });
@@ -167,7 +168,8 @@ MainWindow::MainWindow(QWidget* parent)
   connect(doc_, &Document::opened, this, &MainWindow::onOpened);
   connect(doc_, &Document::rangeChanged, this, &MainWindow::onRange);
   connect(doc_, &Document::reportCompleted, this, [this] {
-    summary_->setData(doc_->data(), doc_->range());
+    auto range = doc_->range();
+    summary_->setData(range && range->shown ? range->shown : doc_->data(), range);
     suggestions_->setData(doc_->data());
     timeline_->update();  // the phases
   });
@@ -304,6 +306,7 @@ void MainWindow::onOpened() {
   updateRecent(doc_->path());
   pages_->setCurrentIndex(1);
   timeline_->setData(data);
+  timeline_->setCompare(nullptr);
   summary_->setData(data, nullptr);
   suggestions_->setData(data);
   fragmentation_->setData(data);
@@ -382,7 +385,7 @@ void MainWindow::onRange() {
 void MainWindow::bringUpToDate(QWidget* w) const {
   if (!stale_.erase(w)) return;
   auto range = doc_->range();
-  if (w == summary_) summary_->setData(doc_->data(), range);
+  if (w == summary_) summary_->setData(range && range->shown ? range->shown : doc_->data(), range);  // B's in "B"
   else if (w == topDown_) topDown_->setRange(range);
   else if (w == bottomUp_) bottomUp_->setRange(range);
   else if (w == callerCallee_) callerCallee_->setRange(range);

@@ -16,9 +16,13 @@ class SizeBars : public QWidget {
  public:
   explicit SizeBars(QWidget* parent = nullptr);
   void setHistogram(const analyzer::SizeHistogram* histogram);  // not owned; nullptr: empty
+  // B − A: each bucket's blocks in A (an outlined bar) beside B's (filled); not owned.
+  void setChanges(const std::vector<analyzer::SizeBucketChange>* changes);
   int selected() const { return selected_; }
   void select(int bucket);
-  QRect barRect(int bucket) const;  // where bucket i is drawn (for tests and clicks)
+  int buckets() const;
+  QRect barRect(int bucket) const;   // where bucket i is drawn (B's bar in B − A; for tests and clicks)
+  QRect barRectA(int bucket) const;  // B − A: A's bar of bucket i; empty otherwise
   QSize sizeHint() const override { return {600, 240}; }
 
  signals:
@@ -31,7 +35,12 @@ class SizeBars : public QWidget {
 
  private:
   QRect plot() const;
+  uint64_t fromOf(int bucket) const;
+  int64_t countOf(int bucket, bool sideA = false) const;  // blocks in the bucket (B's in B − A)
+  int64_t most() const;                                   // the tallest bar's blocks
+  QRect column(int bucket, int64_t count, int part, int parts) const;
   const analyzer::SizeHistogram* h_ = nullptr;
+  const std::vector<analyzer::SizeBucketChange>* c_ = nullptr;
   int selected_ = -1;
 };
 

@@ -3,9 +3,11 @@
 #include <QApplication>
 
 #include <algorithm>
+#include <cstdlib>
 #include <span>
 
 #include "analyzer/format.h"
+#include "gui/change_models.h"
 #include "gui/theme.h"
 
 namespace memledger::gui {
@@ -68,7 +70,60 @@ void SummaryView::showEvent(QShowEvent* e) {
   QTextBrowser::showEvent(e);
 }
 
+QString SummaryView::compareHtml(const RangeData& range) {
+  const an::Report& a = range.shown->report;
+  const an::Report& b = range.other->report;
+  auto title = [](const an::Report& r) {
+    std::string t = r.recording.command.empty() ? r.recording.path : r.recording.command;
+    return esc(t.size() > 100 ? t.substr(0, 90) + "..." : t);
+  };
+  QString h = "<html><body><h2>" + QObject::tr("B \u2212 A") + "</h2><p>" + QObject::tr("A: %1<br>B: %2").arg(title(a), title(b)) + "</p>";
+  auto text = [](const an::HeadlineChange& c, int64_t v) {
+    return c.unit == "ns" ? dur(v) : c.unit == "bytes" ? bytes(v) : count(v);
+  };
+  h += "<table cellspacing=0 cellpadding=3><tr><th></th><th align=right>A</th><th align=right>B</th><th align=right>B \u2212 A</th></tr>";
+  for (const an::HeadlineChange& c : range.headlines) {
+    const int64_t d = c.b - c.a;
+    QString delta = c.unit == "ns" ? (d > 0 ? "+" : d < 0 ? "-" : "") + (d ? dur(std::llabs(d)) : QString("0"))
+                    : c.unit == "bytes" ? signedBytes(d)
+                                        : signedCount(d);
+    const QVariant colour = c.unit == "ns" ? QVariant() : deltaForeground(d);
+    if (colour.isValid()) delta = QString("<span style='color:%1'>%2</span>").arg(colour.value<QColor>().name(), delta);
+    h += QString("<tr><td>%1</td><td align=right>%2</td><td align=right>%3</td><td align=right><b>%4</b></td></tr>")
+             .arg(esc(c.name), c.in_a ? text(c, c.a) : QObject::tr("none"), c.in_b ? text(c, c.b) : QObject::tr("none"), delta);
+  }
+  h += "</table><p><small>" + QObject::tr("Whole runs; the lists below follow the selection.") + "</small></p>";
+  // The largest leak changes (of the selected range when one is).
+  h += "<h3><a href='view:leaks'>" + QObject::tr("Largest leak changes") + "</a></h3><table cellspacing=0 cellpadding=2>";
+  const auto& leaks = range.leak_changes.sites;
+  for (size_t i = 0; i < leaks.size() && i < 8; ++i) {
+    const an::SiteChange& c = leaks[i];
+    h += QString("<tr><td align=right><b><span style='color:%1'>%2</span></b></td><td align=right>&nbsp;%3&nbsp;</td><td>%4 (%5)</td></tr>")
+             .arg(c.deltaBytes() ? deltaForeground(c.deltaBytes()).value<QColor>().name()
+                                 : QApplication::palette().color(QPalette::Text).name(),
+                  signedBytes(c.deltaBytes()),
+                  QObject::tr("%1 blocks").arg(signedCount(c.deltaCount())), esc(an::siteText(c.stack)), changeStatusText(c).toHtmlEscaped());
+  }
+  if (leaks.empty()) h += "<tr><td><i>" + QObject::tr("none: the same leaks in both") + "</i></td></tr>";
+  h += "</table>";
+  // The size bucket that changed most.
+  const an::SizeBucketChange* most = nullptr;
+  for (const auto& c : range.size_changes)
+    if (!most || std::llabs(c.count_b - c.count_a) > std::llabs(most->count_b - most->count_a)) most = &c;
+  h += "<h3><a href='view:sizes'>" + QObject::tr("Allocation sizes") + "</a></h3><p>";
+  if (most && most->count_b != most->count_a)
+    h += QObject::tr("Most changed: %1 to &lt; %2, %3 blocks (A %4, B %5)")
+             .arg(bytes(int64_t(most->from)), bytes(int64_t(most->to) + 1), signedCount(most->count_b - most->count_a),
+                  count(most->count_a), count(most->count_b));
+  else
+    h += "<i>" + QObject::tr("the same in both") + "</i>";
+  h += "</p><p><a href='view:compare'>" + QObject::tr("Every changed site (Compare)") + "</a> &middot; " +
+       QObject::tr("the trees, the flame graph and the charts show B \u2212 A too") + "</p></body></html>";
+  return h;
+}
+
 QString SummaryView::html(const RecordingData& d, const RangeData* range) {
+  if (range && range->diff() && range->shown && range->other) return compareHtml(*range);
   const an::Report& r = d.report;
   QString h = "<html><body>";
   std::string title = r.recording.command.empty() ? r.recording.path : r.recording.command;

@@ -16,6 +16,9 @@ class SummaryView : public QTextBrowser {
   void setData(std::shared_ptr<const RecordingData> data, std::shared_ptr<const RangeData> range);
   // The HTML shown, for tests.
   static QString html(const RecordingData& data, const RangeData* range);
+  // B − A (range->diff()): both runs' headline numbers side by side with their changes, the
+  // largest leak changes and the size bucket that changed most, each linked to its view.
+  static QString compareHtml(const RangeData& range);
 
  signals:
   void linkActivated(const QString& link);  // "view:leaks", "peak:heap", "site:STACK_ID"

@@ -51,15 +51,26 @@ QColor TimelineWidget::seriesColor(const QString& name) {
 
 void TimelineWidget::setData(std::shared_ptr<const RecordingData> data) {
   data_ = std::move(data);
+  compare_.reset();
   sel_.reset();
   v0_ = 0;
   v1_ = data_ ? data_->end_ns + 1 : 1;
   update();
 }
 
+void TimelineWidget::setCompare(std::shared_ptr<const RecordingData> b) {
+  compare_ = std::move(b);
+  if (data_ && v1_ >= data_->end_ns + 1) v1_ = endNs() + 1;  // the whole run in view: both runs' ends
+  update();
+}
+
+int64_t TimelineWidget::endNs() const {
+  return std::max(data_ ? data_->end_ns : 0, compare_ ? compare_->end_ns : 0);
+}
+
 void TimelineWidget::setView(int64_t from, int64_t to) {
   if (!data_) return;
-  const int64_t end = data_->end_ns + 1;
+  const int64_t end = endNs() + 1;
   int64_t width = std::clamp<int64_t>(to - from, 1000, end);  // at most 1 us per view
   from = std::clamp<int64_t>(from, 0, end - width);
   v0_ = from;
@@ -70,7 +81,7 @@ void TimelineWidget::setView(int64_t from, int64_t to) {
 
 void TimelineWidget::setSelection(std::optional<int64_t> from, std::optional<int64_t> to) {
   if (!from && !to) sel_.reset();
-  else sel_ = std::make_pair(from.value_or(0), to.value_or(data_ ? data_->end_ns : 0));
+  else sel_ = std::make_pair(from.value_or(0), to.value_or(endNs()));
   update();
 }
 
@@ -136,29 +147,41 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     an::Curve curve;
     std::optional<an::ExactPeak> peak;
   };
-  std::vector<Drawn> drawn;
+  std::vector<Drawn> drawn, drawnB;
   int64_t ymax = 1;
-  for (size_t si = 0; si < data_->series.size(); ++si) {
-    const auto& s = data_->series[si];
-    QString name = QString::fromStdString(s.name);
-    legend_.emplace_back(name, QRectF());
-    if (hidden_.count(name)) continue;
-    // The finest copy with at most 8 points per column in view: a paint stays linear in pixels.
-    const an::Series* source = &s.series;
+  // The finest copy with at most 8 points per column in view: a paint stays linear in pixels.
+  auto curveOf = [&](const RecordingData& d, size_t si) {
+    const an::Series* source = &d.series[si].series;
     auto inView = [&](const an::Series& x) {
       auto lo = std::lower_bound(x.points.begin(), x.points.end(), v0_,
                                  [](const an::SeriesPoint& p, int64_t t) { return p.t_ns < t; });
       auto hi = std::lower_bound(lo, x.points.end(), v1_, [](const an::SeriesPoint& p, int64_t t) { return p.t_ns < t; });
       return size_t(hi - lo);
     };
-    if (si < data_->levels.size())
-      for (const an::Series& level : data_->levels[si]) {
+    if (si < d.levels.size())
+      for (const an::Series& level : d.levels[si]) {
         if (inView(*source) <= columns * 4) break;
         source = &level;
       }
-    Drawn d{name, an::downsample(*source, v0_, v1_, columns), s.series.exact_peak};
+    return an::downsample(*source, v0_, v1_, columns);
+  };
+  for (size_t si = 0; si < data_->series.size(); ++si) {
+    const auto& s = data_->series[si];
+    QString name = QString::fromStdString(s.name);
+    legend_.emplace_back(name, QRectF());
+    if (hidden_.count(name)) continue;
+    Drawn d{name, curveOf(*data_, si), s.series.exact_peak};
     for (const auto& pt : d.curve.points) ymax = std::max(ymax, pt.max);
     drawn.push_back(std::move(d));
+  }
+  compareDrawn_.clear();
+  for (size_t si = 0; compare_ && si < compare_->series.size(); ++si) {
+    QString name = QString::fromStdString(compare_->series[si].name);
+    if (hidden_.count(name)) continue;
+    Drawn d{name, curveOf(*compare_, si), compare_->series[si].series.exact_peak};
+    for (const auto& pt : d.curve.points) ymax = std::max(ymax, pt.max);
+    compareDrawn_.push_back(name);
+    drawnB.push_back(std::move(d));
   }
   // Byte ticks on binary units: steps of 1, 2, 5 x 10^k KiB/MiB/GiB read as round numbers.
   double unit = 1;
@@ -228,6 +251,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       lower.emplace_back(x0, yOf(double(pts[k].min)));
       lower.emplace_back(x1, yOf(double(pts[k].last)));
       if (k == 0) line.moveTo(x0, yOf(double(pts[k].last)));
+      else line.lineTo(x0, yOf(double(pts[k - 1].last)));  // the value held since the point before
       line.lineTo(x0, yOf(double(pts[k].last)));
       line.lineTo(x1, yOf(double(pts[k].last)));
     }
@@ -239,6 +263,22 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     fill.setAlpha(60);
     p.fillPath(env, fill);
     p.setPen(QPen(c, 1.6));
+    p.drawPath(line);
+  }
+  // B's series: the value at each point's end as a dashed line of the same colour, no envelope.
+  for (const Drawn& d : drawnB) {
+    const auto& pts = d.curve.points;
+    if (pts.empty()) continue;
+    QPainterPath line;
+    pointsDrawn_ += pts.size();
+    for (size_t k = 0; k < pts.size(); ++k) {
+      double x0 = xOf(pts[k].t_from_ns), x1 = xOf(std::min(pts[k].t_to_ns, k + 1 < pts.size() ? pts[k + 1].t_from_ns : v1_));
+      if (k == 0) line.moveTo(x0, yOf(double(pts[k].last)));
+      else line.lineTo(x0, yOf(double(pts[k - 1].last)));  // the value held since the point before
+      line.lineTo(x0, yOf(double(pts[k].last)));
+      line.lineTo(x1, yOf(double(pts[k].last)));
+    }
+    p.setPen(QPen(seriesColor(d.name).darker(125), 1.4, Qt::DashLine));
     p.drawPath(line);
   }
   p.restore();
@@ -314,8 +354,17 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     p.drawText(QPointF(xOf(*liveAt_) + 4, plot.bottom() - 4), tr("live at %1").arg(timeText(*liveAt_)));
   }
 
-  // Legend (click to show or hide a series).
+  // Legend (click to show or hide a series); with B, what its dashes are.
   double lx = plot.right() - 12;
+  if (compare_) {
+    const QString text = tr("dashed: B");
+    const double w = p.fontMetrics().horizontalAdvance(text) + 8;
+    lx -= w;
+    p.fillRect(QRectF(lx - 3, 3, w + 6, kTop - 6), pal.base());
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(QRectF(lx, 3, w, kTop - 6), Qt::AlignLeft | Qt::AlignVCenter, text);
+    lx -= 6;
+  }
   for (auto it = legend_.rbegin(); it != legend_.rend(); ++it) {
     QString text = it->first;
     double w = p.fontMetrics().horizontalAdvance(text) + 18;
@@ -394,7 +443,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
 }
 
 void TimelineWidget::mouseDoubleClickEvent(QMouseEvent*) {
-  if (data_) setView(0, data_->end_ns + 1);
+  if (data_) setView(0, endNs() + 1);
 }
 
 void TimelineWidget::wheelEvent(QWheelEvent* e) {

@@ -24,6 +24,9 @@ class TimelineWidget : public QWidget {
   explicit TimelineWidget(QWidget* parent = nullptr);
 
   void setData(std::shared_ptr<const RecordingData> data);
+  // A compared recording (B): its series drawn as dashed lines over A's, at the same time since
+  // each one's start (the time axis reaches the longer run's end); nullptr: none.
+  void setCompare(std::shared_ptr<const RecordingData> b);
   // The visible interval [from, to) in ns since the start.
   void setView(int64_t from, int64_t to);
   int64_t viewFrom() const { return v0_; }
@@ -49,6 +52,7 @@ class TimelineWidget : public QWidget {
   const std::vector<PeakMark>& peakMarks() const { return peaks_; }
   const std::vector<PhaseBand>& phaseBands() const { return bands_; }
   size_t pointsDrawn() const { return pointsDrawn_; }
+  const std::vector<QString>& compareDrawn() const { return compareDrawn_; }  // B's series drawn
   double xOf(int64_t t) const;
   int64_t timeAt(double x) const;
   QRectF plotRect() const;
@@ -73,7 +77,9 @@ class TimelineWidget : public QWidget {
   QSize minimumSizeHint() const override { return {300, 120}; }
 
  private:
-  std::shared_ptr<const RecordingData> data_;
+  int64_t endNs() const;  // the run's end, or the longer run's with B
+  std::shared_ptr<const RecordingData> data_, compare_;
+  std::vector<QString> compareDrawn_;
   int64_t v0_ = 0, v1_ = 1;
   std::optional<std::pair<int64_t, int64_t>> sel_;
   std::optional<int64_t> liveAt_;

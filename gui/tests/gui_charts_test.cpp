@@ -15,8 +15,12 @@
 #include "gui/caller_callee_view.h"
 #include "gui/charts_view.h"
 #include "gui/compare_view.h"
+#include "gui/change_models.h"
 #include "gui/flame_graph.h"
+#include "gui/leaks_view.h"
 #include "gui/main_window.h"
+#include "gui/sizes_view.h"
+#include "gui/summary_view.h"
 #include "gui/timeline_widget.h"
 #include "gui_test_util.h"
 
@@ -303,6 +307,48 @@ class GuiChartsTest : public QObject {
     w.chartsView()->setKind(an::ChartKind::Allocated);
     QVERIFY(w.chartsView()->canvas()->valuesAt(charts->t_ns.back()).contains("ci_hold_peak +3.81 MiB"));
 
+    // Leaks: the table's rows are the changes per site (ci_leak_block's ten blocks gone).
+    auto* leaks = static_cast<LeaksView*>(w.view("leaks"));
+    w.showView("leaks");
+    QCOMPARE(leaks->table()->model()->rowCount(), 1);
+    QCOMPARE(leaks->changes()->index(0, LeakChangesModel::kStatus).data().toString(), QString("gone"));
+    QCOMPARE(leaks->changes()->index(0, LeakChangesModel::kDeltaBytes).data(Qt::UserRole).toLongLong(), -10000LL);
+    QCOMPARE(leaks->changes()->index(0, LeakChangesModel::kDeltaCount).data(Qt::UserRole).toLongLong(), -10LL);
+    QVERIFY(leaks->changes()->index(0, LeakChangesModel::kSite).data().toString().startsWith("ci_leak_block"));
+    QVERIFY(leaks->note()->text().contains(QString::fromUtf8("B \u2212 A: -9.77 KiB leaked in -10 blocks")));
+    // Sizes: A's and B's bars per bucket; the 512 B bucket lost ten blocks, the 2 MiB one gained one.
+    auto* sizes = static_cast<SizesView*>(w.view("sizes"));
+    w.showView("sizes");
+    SizeBars* bars = sizes->bars();
+    QCOMPARE(bars->buckets(), int(r.size_changes.size()));
+    int lost = -1, gained = -1;
+    for (int i = 0; i < bars->buckets(); ++i) {
+      if (r.size_changes[size_t(i)].from == 512) lost = i;
+      if (r.size_changes[size_t(i)].from == 2097152) gained = i;
+    }
+    QVERIFY(lost >= 0 && gained >= 0);
+    QCOMPARE(r.size_changes[size_t(lost)].count_a - r.size_changes[size_t(lost)].count_b, 10);
+    QVERIFY(bars->barRectA(lost).height() > 10 * bars->barRect(lost).height() / 2);  // A's 10 blocks, B's none
+    QCOMPARE(bars->selected(), lost);  // the largest change is shown first
+    QCOMPARE(sizes->sites()->topLevelItem(0)->text(1), QString("-10"));
+    QVERIFY(sizes->sites()->topLevelItem(0)->text(0).startsWith("ci_leak_block"));
+    bars->select(gained);
+    QCOMPARE(sizes->sites()->topLevelItem(0)->text(1), QString("+1"));
+    QCOMPARE(sizes->sites()->topLevelItem(0)->text(4), QString("new"));
+    // Summary: both runs' numbers and their changes, the largest leak change named.
+    const QString summary = SummaryView::html(*w.document()->data(), &r);
+    QVERIFY(summary.contains(QString::fromUtf8("B \u2212 A")));
+    QVERIFY(summary.contains("ci_leaky peak 4000000"));
+    QVERIFY(summary.contains("-9.77 KiB"));
+    QVERIFY(summary.contains("ci_leak_block (ci_leaky.c:16)"));
+    bool allocations = false;
+    for (const auto& h : r.headlines)
+      if (h.name == "Allocations") allocations = h.b - h.a == -9;  // A: 10 leaked + buffer + scratch; B: hold + the two
+    QVERIFY(allocations);
+    // The timeline draws B's curves (dashed) over A's.
+    w.timeline()->grab();
+    QVERIFY(std::count(w.timeline()->compareDrawn().begin(), w.timeline()->compareDrawn().end(), QString("heap")) == 1);
+
     // A alone, then B alone, in the same views (and their charts).
     QSignalSpy shown(w.document(), &Document::rangeChanged);
     QVERIFY(chartsAfter(w.document(), [&] { w.setShow(Show::A); }));
@@ -316,6 +362,11 @@ class GuiChartsTest : public QObject {
     QCOMPARE(w.document()->range()->show, Show::B);
     QCOMPARE(programStacks(w.document()->range()->top_down, an::TreeMetric::Peak, program),
              (std::set<std::string>{"main;ci_hold_peak 4000000"}));
+    // B's Summary is B's run, not A's numbers beside B's lists.
+    auto* summaryView = static_cast<SummaryView*>(w.view("summary"));
+    w.showView("summary");
+    QVERIFY(summaryView->toPlainText().contains("ci_leaky peak 4000000"));
+    QVERIFY(!summaryView->toPlainText().contains("ci_leaky leak 10"));
   }
 
   // `--screenshot --view charts` (and the chart's kind), `--at`, `--compare --show`.

@@ -289,6 +289,17 @@ TEST(AnalyzerTreeDiff, LeakAgainstPeak) {
   ASSERT_NE(main, symbols.end());
   EXPECT_EQ(main->callees.at("ci_leak_block").count, -10);
   EXPECT_EQ(main->callees.at("ci_hold_peak").allocated, 4000000);
+  // All three at once over one merge of the frames (the GUI's B − A): the same trees and callees.
+  DiffTrees all = diffTrees(ca, SiteFrames(fa), std::vector<SiteCost>(cb), SiteFrames(fb), std::string("heap"));
+  for (TreeMetric m : {TreeMetric::Leaked, TreeMetric::Peak, TreeMetric::Count, TreeMetric::Allocated}) {
+    EXPECT_EQ(collapsedChanges(all.top_down.tree, m), collapsedChanges(down.tree, m));
+    EXPECT_EQ(collapsedChanges(all.bottom_up.tree, m), collapsedChanges(up.tree, m));
+  }
+  ASSERT_EQ(all.top_down.change.size(), down.change.size());
+  EXPECT_EQ(all.top_down.change[0].allocated, down.change[0].allocated);
+  auto main2 = std::find_if(all.symbols.begin(), all.symbols.end(), [](const SymbolCost& s) { return s.symbol == "main"; });
+  ASSERT_NE(main2, all.symbols.end());
+  EXPECT_EQ(main2->callees.at("ci_leak_block").count, -10);
 
   // The charts of the difference: allocated +4000000 from ci_hold_peak, -10000 from ci_leak_block
   // by the end; A's leaks held to the end: -10000 consumed.
