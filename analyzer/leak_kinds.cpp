@@ -1,8 +1,10 @@
 // Leak kinds (docs/leak-kinds.md): what the recorder's exit scan found per leaked heap block
 // (leak_scans, leak_kinds; schema version 6), grouped per site and summed for the report.
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/leaked_blocks.h"
@@ -93,6 +95,12 @@ std::map<SiteKey, LeakKindAmounts> classified(const Recording& rec, const Filter
 }
 
 // The rest of a site's leaks (count, bytes) is not classified.
+bool scanned(const Recording& rec) {
+  if (!hasTable(rec, "leak_scans")) return false;
+  Statement q(rec, "SELECT count(*) FROM leak_scans WHERE status = 'scanned'");
+  return q.step() && q.i64(0) > 0;
+}
+
 void completeWithUnclassified(LeakKindAmounts& a, int64_t count, int64_t bytes) {
   for (int k = 0; k <= kReachable; ++k) {
     count -= a[k].count;
@@ -119,10 +127,7 @@ std::map<SiteKey, LeakKindAmounts> leakKindsBySite(const Recording& rec) {
 namespace detail {
 
 void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks) {
-  if (hasTable(rec, "leak_scans")) {
-    Statement q(rec, "SELECT count(*) FROM leak_scans WHERE status = 'scanned'");
-    leaks.scanned = q.step() && q.i64(0) > 0;
-  }
+  if (hasTable(rec, "leak_scans")) leaks.scanned = scanned(rec);
   std::map<SiteKey, LeakKindAmounts> bySite = classified(rec, filter);
   leaks.kinds = {};
   for (SiteAmount& s : leaks.sites) {
@@ -134,6 +139,60 @@ void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks) {
     for (int k = 0; k < kLeakKindSlots; ++k) {
       leaks.kinds[k].count += s.leak_kinds[k].count;
       leaks.kinds[k].bytes += s.leak_kinds[k].bytes;
+    }
+  }
+}
+
+size_t orderLeakRows(LeakRows& rows, std::optional<size_t> top) {
+  std::vector<uint16_t> rank(rows.kinds.size());  // a kind index's place in name order
+  for (size_t k = 0; k < rank.size(); ++k)
+    for (size_t j = 0; j < rank.size(); ++j) rank[k] += rows.kinds[j] < rows.kinds[k];
+  auto order = [&](const LeakRow& a, const LeakRow& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.count != b.count) return a.count > b.count;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    if (a.kind != b.kind) return rank[a.kind] < rank[b.kind];
+    return a.image < b.image;
+  };
+  const size_t keep = top ? std::min(*top, rows.rows.size()) : rows.rows.size();
+  std::partial_sort(rows.rows.begin(), rows.rows.begin() + std::ptrdiff_t(keep), rows.rows.end(), order);
+  return keep;
+}
+
+void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks, const LeakRows& all) {
+  leaks.scanned = scanned(rec);
+  const std::map<SiteKey, LeakKindAmounts> bySite = classified(rec, filter);
+  leaks.kinds = {};
+  for (SiteAmount& s : leaks.sites) {
+    s.leak_kinds = {};
+    if (!heapKind(s.kind)) continue;
+    if (auto it = bySite.find({s.stack_id, s.kind, s.image_id}); it != bySite.end()) s.leak_kinds = it->second;
+    completeWithUnclassified(s.leak_kinds, s.count, s.bytes);
+  }
+  // The classified sites by (stack, image, kind index of `all`): one hash lookup a row.
+  struct Key {
+    int64_t stack, image;
+    uint16_t kind;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return size_t(k.stack) * 1000003u ^ size_t(k.image) * 31u ^ k.kind; }
+  };
+  std::unordered_map<Key, const LeakKindAmounts*, KeyHash> byRow;
+  for (const auto& [key, amounts] : bySite)
+    for (size_t k = 0; k < all.kinds.size(); ++k)
+      if (all.kinds[k] == std::get<1>(key)) byRow[{std::get<0>(key), std::get<2>(key), uint16_t(k)}] = &amounts;
+  std::vector<char> heap(all.kinds.size());
+  for (size_t k = 0; k < heap.size(); ++k) heap[k] = heapKind(all.kinds[k]);
+  for (const LeakRow& r : all.rows) {
+    if (!heap[r.kind]) continue;
+    LeakKindAmounts a{};
+    if (!byRow.empty())
+      if (auto it = byRow.find({r.stack, r.image, r.kind}); it != byRow.end()) a = *it->second;
+    completeWithUnclassified(a, r.count, r.bytes);
+    for (int k = 0; k < kLeakKindSlots; ++k) {
+      leaks.kinds[k].count += a[k].count;
+      leaks.kinds[k].bytes += a[k].bytes;
     }
   }
 }

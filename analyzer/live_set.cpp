@@ -61,7 +61,7 @@ std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const deta
   if (seen || cutoff.empty()) until = INT64_MAX;
   sites.replay(rec, [&](int64_t image, int64_t t, int32_t i, const detail::SiteActivity& e) {
     if (i < 0 || !cut[size_t(i)]) return;
-    if (seen) seen(image, sites.all()[size_t(i)].space, t);
+    if (seen) seen(image, sites.spaces()[size_t(sites.all()[size_t(i)].space_id)], t);
     if (t > *cut[size_t(i)]) return;
     live[size_t(i)].first += e.allocs - e.frees;
     live[size_t(i)].second += e.alloc_bytes - e.freed_bytes;
@@ -82,7 +82,8 @@ void collect(const detail::ActivitySites& sites, std::vector<std::pair<int64_t, 
     if (!covered[size_t(s.space_id)]) continue;
     bytes[size_t(s.space_id)] += live[i].second;
     if (bySite || (live[i].second == 0 && live[i].first == 0)) continue;
-    out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), s.space, live[i].first, live[i].second});
+    out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), sites.spaces()[size_t(s.space_id)],
+                         live[i].first, live[i].second});
   }
   for (SpaceLive& sp : out.spaces) {
     auto k = std::lower_bound(sites.spaces().begin(), sites.spaces().end(), sp.space);

@@ -5,6 +5,7 @@
 // The recorder writes the live set per site and allocation-time bucket at that instant
 // (python_finalize_lists; python_finalize_sites before version 8, analyzer/live_sets.h): both answers are exact, a time filter's to the bucket.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_set>
 #include <string>
@@ -79,7 +80,14 @@ void preparePythonRanges(const Recording& rec) {
   readTimedRows(rec, py);
 }
 
-std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, std::vector<int64_t>* images) {
+bool pythonOwned(const Recording& rec, int64_t image, int64_t stack, const std::string& kind) {
+  const PythonSnapshot& py = rec.pythonSnapshot();
+  auto left = py.left.find(image);
+  return left == py.left.end() || !left->second.count(siteKey(stack, kind.c_str()));
+}
+
+std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, LeakRows& rows,
+                        std::vector<int64_t>* images) {
   if (!hasFinalizeSites(rec)) return {};
   const bool byTime = filter.t_from_ns || filter.t_to_ns;
   std::string imageCond = imageCondition(rec, filter, "f.image_id");
@@ -129,42 +137,46 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
     ++out.python_processes;
     const size_t at = slot(image);
     // The blocks live at finalization per site (summed over buckets), in (stack, kind) order.
+    // Kinds by index into rows.kinds (a code's name is looked up once per code, not per row).
     struct Live {
       int64_t stack;
-      std::string kind;
+      uint16_t kind;
       int64_t count, bytes;
     };
     std::vector<Live> live;
+    std::array<int, 256> byCode;  // kind code -> index into rows.kinds; -1 not yet, -2 filtered out
+    byCode.fill(-1);
+    auto kindOf = [&](uint64_t code) {
+      int& k = byCode[std::min<uint64_t>(code, 255)];
+      if (k == -1) {
+        const char* name = siteKindName(code);
+        k = filter.kind && *filter.kind != name ? -2 : rows.kind(name);
+      }
+      return k;
+    };
     if (snapshot) {
       for (const auto& [key, amount] : snapshot->sites)
-        if (key.image == image && (!filter.kind || *filter.kind == siteKindName(key.kind)))
-          live.push_back({key.stack, siteKindName(key.kind), amount.first, amount.second});
+        if (key.image == image)
+          if (const int k = kindOf(key.kind); k >= 0) live.push_back({key.stack, uint16_t(k), amount.first, amount.second});
     } else if (py.timed) {  // the rows in memory
       for (const PythonSnapshot::Row& row : py.rows)
-        if (row.image == image && row.t <= to && row.t > after && (!filter.kind || *filter.kind == siteKindName(row.kind)))
-          live.push_back({row.stack, siteKindName(row.kind), row.count, row.bytes});
+        if (row.image == image && row.t <= to && row.t > after)
+          if (const int k = kindOf(row.kind); k >= 0) live.push_back({row.stack, uint16_t(k), row.count, row.bytes});
     } else {
       forEachFinalizeSite(rec, image, [&](const FinalizeSite& s) {
         if (s.t_ns && *s.t_ns <= to && *s.t_ns > after && (!filter.kind || *filter.kind == s.kind_name))
-          live.push_back({s.stack_id, std::string(s.kind_name), s.count, s.bytes});
+          live.push_back({s.stack_id, rows.kind(s.kind_name), s.count, s.bytes});
       });
     }
     std::sort(live.begin(), live.end(),
               [](const Live& a, const Live& b) { return a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind; });
-    out.sites.reserve(out.sites.size() + live.size());
     for (size_t k = 0; k < live.size();) {
-      SiteAmount s;
-      s.stack_id = live[k].stack;
-      s.kind = live[k].kind;
-      s.image_id = image;
-      s.pid = rec.pidOf(image);
-      for (; k < live.size() && live[k].stack == s.stack_id && live[k].kind == s.kind; ++k) {
+      LeakRow s{live[k].stack, image, 0, 0, live[k].kind, true};
+      for (; k < live.size() && live[k].stack == s.stack && live[k].kind == s.kind; ++k) {
         s.count += live[k].count;
         s.bytes += live[k].bytes;
       }
-      auto left = py.left.find(image);
-      s.python_owned = left == py.left.end() || !left->second.count(siteKey(s.stack_id, s.kind.c_str()));
-      out.sites.push_back(std::move(s));
+      rows.rows.push_back(s);
     }
     // What finalization left: the blocks live at exit (with a time filter, those allocated in
     // the range: each has its row), per kind: pool blocks inside memory counted elsewhere

@@ -1,6 +1,7 @@
 #include "analyzer/site_activity.h"
 
 #include <algorithm>
+#include <bit>
 #include <string_view>
 
 #include "analyzer/control.h"
@@ -23,21 +24,25 @@ ActivitySites::ActivitySites(const Recording& rec) {
   std::unordered_map<std::pair<int64_t, int64_t>, std::string, PairHash> names;  // (image, account) -> space
   for (const SpacePeak& sp : spacePeaks(rec)) names[{sp.image_id, sp.account}] = sp.name;  // the last, as siteRows()
   const PythonSnapshot& py = rec.pythonSnapshot();
-  struct Row {
-    int64_t alloc_bytes;
-    ActivitySite site;
+  std::vector<int64_t> allocated;  // per row read: its sort key
+  std::vector<std::string> spaces;  // in order of appearance, then sorted below
+  auto spaceOf = [&](const std::string& name) {
+    auto it = std::find(spaces.begin(), spaces.end(), name);
+    if (it != spaces.end()) return int32_t(it - spaces.begin());
+    spaces.push_back(name);
+    return int32_t(spaces.size() - 1);
   };
-  std::vector<Row> rows;
+  std::vector<ActivitySite> rows;
   forEachSite(rec, [&](const SiteEntry& e) {
     const kinds::KindInfo* k = kinds::info(e.kind);
     if (!k) return;
-    Row r{e.alloc_bytes, {}};
-    ActivitySite& a = r.site;
+    allocated.push_back(e.alloc_bytes);
+    ActivitySite& a = rows.emplace_back();
     a.image_id = e.image_id;
     a.stack_id = e.stack_id;
-    a.kind = k->code;
+    a.kind = uint8_t(k->code);
     auto name = names.find({e.image_id, int64_t(e.account)});
-    a.space = name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap");
+    a.space_id = spaceOf(name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap"));
     a.leak_count = e.leak_count;
     a.leak_bytes = e.leak_bytes;
     if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
@@ -47,26 +52,40 @@ ActivitySites::ActivitySites(const Recording& rec) {
     }
     a.peak_count = e.peak_count;
     a.peak_bytes = e.peak_bytes;
-    rows.push_back(std::move(r));
   });
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.alloc_bytes != b.alloc_bytes) return a.alloc_bytes > b.alloc_bytes;
-    if (a.site.stack_id != b.site.stack_id) return a.site.stack_id < b.site.stack_id;
-    return std::string_view(siteKindName(a.site.kind)) < std::string_view(siteKindName(b.site.kind));
+  // Sorted by index (the file's order among full ties, as a stable sort), not 64-byte rows.
+  std::vector<uint32_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const ActivitySite &a = rows[x], &b = rows[y];
+    if (allocated[x] != allocated[y]) return allocated[x] > allocated[y];
+    if (a.stack_id != b.stack_id) return a.stack_id < b.stack_id;
+    if (a.kind != b.kind) return std::string_view(siteKindName(a.kind)) < std::string_view(siteKindName(b.kind));
+    return x < y;
   });
+  size_t capacity = 1024;
+  while (capacity < rows.size() * 2) capacity *= 2;
+  shift_ = 64 - std::countr_zero(capacity);
+  index_.assign(capacity, -1);
   sites_.reserve(rows.size());
-  index_.reserve(rows.size());
-  for (Row& r : rows) {
-    ActivitySite& a = r.site;
+  for (uint32_t i : order) {
+    const ActivitySite& a = rows[i];
     // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
     // apart; the first keeps them.
-    if (index_.try_emplace({a.image_id, a.stack_id, a.kind}, int32_t(sites_.size())).second) sites_.push_back(std::move(a));
+    if (find(a.image_id, a.stack_id, a.kind) >= 0) continue;
+    size_t at = slot(a.image_id, a.stack_id, a.kind);
+    while (index_[at] >= 0) at = (at + 1) & (capacity - 1);
+    index_[at] = int32_t(sites_.size());
+    sites_.push_back(a);
   }
-  for (const ActivitySite& a : sites_)
-    if (std::find(spaces_.begin(), spaces_.end(), a.space) == spaces_.end()) spaces_.push_back(a.space);
+  rows = {};
+  allocated = {};
+  spaces_ = spaces;
   std::sort(spaces_.begin(), spaces_.end());
-  for (ActivitySite& a : sites_)
-    a.space_id = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), a.space) - spaces_.begin());
+  std::vector<int32_t> sorted(spaces.size());
+  for (size_t k = 0; k < spaces.size(); ++k)
+    sorted[k] = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), spaces[k]) - spaces_.begin());
+  for (ActivitySite& a : sites_) a.space_id = sorted[size_t(a.space_id)];
   kept_ = true;
   const bool any = forEachActivity(rec, [&](int64_t image, int64_t t, const SiteActivity& e) {
     if (!kept_) return;

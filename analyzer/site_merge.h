@@ -59,6 +59,10 @@ std::vector<Site> mergeSiteRows(const Recording& rec, std::vector<Site> sites, s
 // each) and the totals in leaks.kinds, from leak_kinds rows (version 6) under the filter's time
 // window; heap blocks without a row are not classified.
 void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks);
+// The same for a list cut from `all` (one process, nothing merged): each listed site's own, the
+// totals over every row of `all`.
+struct LeakRows;
+void attachLeakKinds(const Recording& rec, const Filter& filter, Leaks& leaks, const LeakRows& all);
 
 // The leak origins (SiteAmount::origin) of sites of `rec` whose stacks are attached, from the
 // built-in suppressions' classification (analyzer/suppressions.cpp): each distinct frame is

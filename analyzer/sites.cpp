@@ -359,13 +359,18 @@ std::vector<Site> sites(const Recording& rec, const Filter& filter) {
 
 Leaks leaks(const Recording& rec, const Filter& filter) {
   Leaks out;
+  // Every leak site as a row without strings first (a PyTorch range: 10^5 sites, 1000 listed).
   // Python images count at their interpreter's finalization (python_leaks.cpp); the rest here.
+  detail::LeakRows rows;
   std::vector<int64_t> python;  // ascending
-  std::string pyImages = detail::pythonLeaks(rec, filter, out, &python);
+  std::string pyImages = detail::pythonLeaks(rec, filter, out, rows, &python);
   std::string images = detail::imageCondition(rec, filter, "image_id") + pyImages;
   std::string kindCond = filter.kind ? " AND kind = ?" : "";
   const bool byTime = filter.t_from_ns || filter.t_to_ns;
   const detail::LeakedBlocks* blocks = byTime ? &rec.leakedBlocks() : nullptr;
+  auto add = [&](int64_t stack, std::string_view kind, int64_t image, int64_t count, int64_t bytes) {
+    rows.rows.push_back({stack, image, count, bytes, rows.kind(kind), false});
+  };
   if (blocks && blocks->available()) {
     // Every leaked block has its own row (never folded), so the time filter is exact here; the
     // rows are in memory (a range after range: the GUI).
@@ -381,7 +386,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
       return !kept || std::binary_search(kept->begin(), kept->end(), b.image);
     };
     for (const detail::LeakedSite& l : detail::leakedSites(blocks->range(filter.t_from_ns, filter.t_to_ns), keep))
-      out.sites.push_back(amount(rec, l.stack, blocks->kinds()[l.kind], l.image, l.count, l.bytes));
+      add(l.stack, blocks->kinds()[l.kind], l.image, l.count, l.bytes);
   } else if (byTime) {
     // Every leaked block has its own row (never folded), so the time filter is exact here.
     std::string sql =
@@ -392,7 +397,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     q.bind(1, filter.t_from_ns.value_or(INT64_MIN));
     q.bind(2, filter.t_to_ns.value_or(INT64_MAX));
     if (filter.kind) q.bind(3, *filter.kind);
-    while (q.step()) out.sites.push_back(amount(rec, q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4)));
+    while (q.step()) add(q.i64(0), q.text(1), q.i64(2), q.i64(3), q.i64(4));
   } else {
     // Decoded here, not through SQL: most sites leak nothing (torch_mlp: 210k of 508k do).
     const std::optional<std::vector<int64_t>> kept = detail::filterImages(rec, filter);
@@ -401,22 +406,43 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
       if (kept && !std::binary_search(kept->begin(), kept->end(), e.image_id)) return;
       const char* kind = detail::siteKindName(e.kind);
       if (filter.kind && *filter.kind != kind) return;
-      out.sites.push_back(amount(rec, e.stack_id, kind, e.image_id, e.leak_count, e.leak_bytes));
+      add(e.stack_id, kind, e.image_id, e.leak_count, e.leak_bytes);
     });
   }
+  std::vector<char> inside(rows.kinds.size());
+  for (size_t k = 0; k < rows.kinds.size(); ++k) inside[k] = detail::insideCountedMemory(rows.kinds[k]);
   out.count = out.bytes = 0;
-  for (const auto& s : out.sites) {
-    bool inside = detail::insideCountedMemory(s.kind);
-    (inside ? out.pool_count : out.count) += s.count;
-    (inside ? out.pool_bytes : out.bytes) += s.bytes;
+  for (const detail::LeakRow& r : rows.rows) {
+    (inside[r.kind] ? out.pool_count : out.count) += r.count;
+    (inside[r.kind] ? out.pool_bytes : out.bytes) += r.bytes;
+    out.pool_site_count += inside[r.kind];
   }
-  detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
-  // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h).
-  if (detail::severalProcesses(rec, filter)) out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
-  out.site_count = out.sites.size();
-  out.pool_site_count = static_cast<size_t>(std::count_if(
-      out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
-  sortAndCut(out.sites, filter);
+  out.site_count = rows.rows.size();
+  auto amountOf = [&](const detail::LeakRow& r) {
+    SiteAmount s = amount(rec, r.stack, rows.kinds[r.kind], r.image, r.count, r.bytes);
+    if (r.python) s.python_owned = detail::pythonOwned(rec, r.image, r.stack, s.kind);
+    return s;
+  };
+  if (detail::severalProcesses(rec, filter)) {
+    // The same leak in every child of a fork or exec loop is one site (analyzer/site_merge.h):
+    // merged first, then cut.
+    out.sites.reserve(rows.rows.size());
+    for (const detail::LeakRow& r : rows.rows) out.sites.push_back(amountOf(r));
+    rows.rows = {};
+    detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
+    out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
+    out.site_count = out.sites.size();
+    out.pool_site_count = static_cast<size_t>(std::count_if(
+        out.sites.begin(), out.sites.end(), [](const SiteAmount& s) { return detail::insideCountedMemory(s.kind); }));
+    sortAndCut(out.sites, filter);
+  } else {
+    // One process: only the first `top` rows (sortAndCut()'s order) become SiteAmounts; the leak
+    // kinds' totals are over every row.
+    const size_t keep = detail::orderLeakRows(rows, filter.top);
+    out.sites.reserve(keep);
+    for (size_t i = 0; i < keep; ++i) out.sites.push_back(amountOf(rows.rows[i]));
+    detail::attachLeakKinds(rec, filter, out, rows);
+  }
   attachStacks(rec, out.sites);
   detail::classifyOrigins(rec, out.sites);
   return out;

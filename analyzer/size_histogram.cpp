@@ -9,19 +9,23 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "analyzer/call_tree.h"
 #include "analyzer/sql.h"
+#include "analyzer/tree_index.h"
 
 namespace memledger::analyzer {
 
 int sizeBucketIndex(uint64_t size) { return size <= 1 ? 0 : std::bit_width(size) - 1; }
 
 namespace {
+// The kind is a view of a string that outlives the histogram's making (the caller's site list,
+// a set of keys): a PyTorch range has 300,000 sites to place.
 struct SiteKey {
   int64_t image_id, stack_id;
-  std::string kind;
+  std::string_view kind;
   bool operator<(const SiteKey& o) const {
     return std::tie(image_id, stack_id, kind) < std::tie(o.image_id, o.stack_id, o.kind);
   }
@@ -89,8 +93,9 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
     q.bind(2, to.value_or(INT64_MAX));
     if (rowFilter.kind) q.bind(3, *rowFilter.kind);
     while (q.step()) {
-      SiteKey key{q.i64(0), q.i64(1), q.text(2)};
-      if (split.count(key)) addSplit(sizeBucketIndex(uint64_t(q.i64(3))), key, q.i64(4), q.i64(5));
+      const std::string kind = q.text(2);
+      auto it = split.find(SiteKey{q.i64(0), q.i64(1), kind});
+      if (it != split.end()) addSplit(sizeBucketIndex(uint64_t(q.i64(3))), *it, q.i64(4), q.i64(5));
     }
   }
   for (auto& [index, sites] : splitByBucket)
@@ -142,7 +147,8 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
   siteFilter.t_from_ns.reset();
   siteFilter.t_to_ns.reset();
   std::vector<SiteSizes> sites;
-  for (const Site& s : detail::siteRows(rec, siteFilter)) {
+  const std::vector<Site> rows = detail::siteRows(rec, siteFilter);  // the keys' kinds
+  for (const Site& s : rows) {
     SiteKey key{s.image_id, s.stack_id, s.kind};
     int64_t count = s.alloc_count, bytes = s.alloc_bytes;
     if (timed) {
@@ -167,9 +173,24 @@ SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& s
 SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, const std::vector<TreeCost>& costs,
                             std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
   std::vector<SiteSizes> list;
-  for (size_t i = 0; i < sites.size() && i < costs.size(); ++i) {
+  const size_t n = std::min(sites.size(), costs.size());
+  list.reserve(size_t(std::count_if(costs.begin(), costs.begin() + std::ptrdiff_t(n), [](const TreeCost& c) { return c.count > 0; })));
+  for (size_t i = 0; i < n; ++i) {
     const SiteCost& c = sites[i];
     if (costs[i].count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, costs[i].count, costs[i].allocated, c.min_size, c.max_size});
+  }
+  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+}
+
+SizeHistogram sizeHistogram(const Recording& rec, const TreeIndex& index, const std::vector<TreeCost>& costs,
+                            std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
+  const size_t n = std::min(index.sites_.size(), costs.size());
+  std::vector<SiteSizes> list;
+  list.reserve(size_t(std::count_if(costs.begin(), costs.begin() + std::ptrdiff_t(n), [](const TreeCost& c) { return c.count > 0; })));
+  for (size_t i = 0; i < n; ++i) {
+    const TreeIndex::Site& s = index.sites_[i];
+    if (costs[i].count > 0)
+      list.push_back({{s.image_id, s.stack_id, index.kinds_[s.kind]}, costs[i].count, costs[i].allocated, s.min_size, s.max_size});
   }
   return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
 }

@@ -59,4 +59,10 @@ SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& s
 // The bucket index of a size: floor(log2(size)), 0 for sizes 0 and 1.
 int sizeBucketIndex(uint64_t size);
 
+// The same from a tree index's sites (analyzer/tree_index.h) with one cost per site: the GUI's
+// range, with no list of its sites made.
+class TreeIndex;
+SizeHistogram sizeHistogram(const Recording& rec, const TreeIndex& index, const std::vector<TreeCost>& costs,
+                            std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites);
+
 }  // namespace memledger::analyzer

@@ -233,11 +233,36 @@ std::string imageCondition(const Recording& rec, const Filter& filter, const cha
 // The same as a list (ascending): the images of the filter's pid; nullopt without a pid filter.
 std::optional<std::vector<int64_t>> filterImages(const Recording& rec, const Filter& filter);
 
-// Python images (schema 6, python_leaks.cpp): adds to out.sites their leaks as of their
+// A leak site while leaks() gathers them, without strings: a PyTorch range has 10^5 of them and
+// lists 1000, so only the kept ones become SiteAmounts (with their kind's name, stack, origin).
+struct LeakRow {
+  int64_t stack = 0, image = 0, count = 0, bytes = 0;
+  uint16_t kind = 0;    // index into LeakRows::kinds
+  bool python = false;  // counted by the Python rule (pythonLeaks)
+};
+struct LeakRows {
+  std::vector<LeakRow> rows;
+  std::vector<std::string> kinds;  // the rows' kind names, each once
+  uint16_t kind(std::string_view name) {
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (kinds[k] == name) return uint16_t(k);
+    kinds.emplace_back(name);
+    return uint16_t(kinds.size() - 1);
+  }
+};
+
+// Python images (schema 6, python_leaks.cpp): adds to `rows` their leaks as of their
 // interpreter's finalization and sets out.python_*; returns an SQL condition on image_id that
 // leaves those images out (empty: there are none).
 // `images` (optional) gets those images, ascending.
-std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, std::vector<int64_t>* images = nullptr);
+std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, LeakRows& rows,
+                        std::vector<int64_t>* images = nullptr);
+// Puts the first `top` rows (all without one) in front in sortAndCut()'s order (bytes, count
+// descending, stack id, kind name, then image) and returns how many that is (leak_kinds.cpp).
+size_t orderLeakRows(LeakRows& rows, std::optional<size_t> top);
+// Whether Python objects kept a site's leaked blocks (SiteAmount::python_owned): a site of a row
+// pythonLeaks() added of which no block outlived finalization.
+bool pythonOwned(const Recording& rec, int64_t image, int64_t stack, const std::string& kind);
 // Site rows of Python images get the same rule: leak_count/leak_bytes become what was live when
 // their interpreter started finalizing (every front end, export and check agrees with `report`).
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <future>
 #include <stdexcept>
 #include <tuple>
 
@@ -167,25 +168,19 @@ struct TreeIndex::Builder {
       todo.emplace_back(node, true);
       for (int32_t k = first[i]; k < first[i + 1]; ++k) todo.emplace_back(kids[size_t(k)], false);
     }
-    std::unordered_map<std::string, int32_t> spaceIds;
-    for (const SiteCost& s : ix.sites_) spaceIds.try_emplace(s.space, 0);
-    for (auto& [name, id] : spaceIds) ix.spaces_.push_back(name);
-    std::sort(ix.spaces_.begin(), ix.spaces_.end());
-    for (size_t i = 0; i < ix.spaces_.size(); ++i) spaceIds[ix.spaces_[i]] = int32_t(i);
-    ix.slot_.reserve(ix.sites_.size());
-    ix.site_space_.reserve(ix.sites_.size());
-    for (size_t i = 0; i < ix.sites_.size(); ++i) {
-      const SiteCost& s = ix.sites_[i];
-      ix.slot_[slotKey(s.stack_id, kindCode(s.kind))] = int32_t(i);
-      ix.site_space_.push_back(spaceIds[s.space]);
-    }
+    ix.by_slot_.resize(ix.sites_.size());
+    for (size_t i = 0; i < ix.sites_.size(); ++i) ix.by_slot_[i] = int32_t(i);
+    std::stable_sort(ix.by_slot_.begin(), ix.by_slot_.end(), [&](int32_t a, int32_t b) {
+      return slotKey(ix.sites_[size_t(a)].stack_id, ix.sites_[size_t(a)].code) <
+             slotKey(ix.sites_[size_t(b)].stack_id, ix.sites_[size_t(b)].code);
+    });
   }
 };
 
 std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, const SiteFrames& frames) {
   if (frames.size() != sites.size()) throw std::invalid_argument("TreeIndex: one frame list per site");
   std::shared_ptr<TreeIndex> ix(new TreeIndex());
-  ix->sites_ = std::move(sites);
+  ix->setSites(std::move(sites));
   Builder b(*ix);
   for (size_t i = 0; i < frames.size(); ++i) {
     if ((i & 1023) == 0) detail::throwIfCancelled();
@@ -196,14 +191,12 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, c
 }
 
 std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
-  std::vector<SiteCost> sites;
+  std::shared_ptr<TreeIndex> ix(new TreeIndex());
   {
     detail::Stage reading(0, 0.3);
-    sites = analyzer::siteCosts(rec);
+    if (!ix->readSites(rec)) ix->setSites(analyzer::siteCosts(rec));
   }
   detail::Stage shaping(0.3, 1);
-  std::shared_ptr<TreeIndex> ix(new TreeIndex());
-  ix->sites_ = std::move(sites);
   Builder b(*ix);
   std::vector<const Frame*> frames;
   const size_t n = ix->sites_.size();
@@ -256,11 +249,11 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
   }
   const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
   auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes, int64_t temps) {
-    auto it = slot_.find(slotKey(stack, kind));
-    if (it == slot_.end()) return;
-    out[size_t(it->second)].count += count;
-    out[size_t(it->second)].allocated += bytes;
-    out[size_t(it->second)].temporary += temps;
+    const int32_t k = slotOf(stack, kind);
+    if (k < 0) return;
+    out[size_t(k)].count += count;
+    out[size_t(k)].allocated += bytes;
+    out[size_t(k)].temporary += temps;
   };
   {
     detail::Stage activity(0, 0.9);
@@ -303,7 +296,7 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
   std::vector<SiteCost> out;
   for (size_t i = 0; i < sites_.size(); ++i) {
     if (isZero(costs[i])) continue;
-    out.push_back(sites_[i]);
+    out.push_back(site(i));
     out.back().cost = costs[i];
   }
   return out;
@@ -311,8 +304,8 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
 
 std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
   std::vector<TreeCost> out(sites_.size());
-  auto same = [](const SiteCost& a, const SiteCost& b) {
-    return a.stack_id == b.stack_id && a.image_id == b.image_id && a.kind == b.kind;
+  auto same = [&](const Site& a, const SiteCost& b) {
+    return a.stack_id == b.stack_id && a.image_id == b.image_id && kinds_[a.kind] == b.kind;
   };
   // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
   // appends those it adds) is looked up among the sites sorted by key (made once; of sites with
@@ -331,25 +324,43 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
       inOrder = false;  // from the first site out of order on, every one is looked up
       sortByKey();
     }
-    const SiteKey key{c.image_id, c.stack_id, kindCode(c.kind), INT32_MAX};
-    auto it = std::upper_bound(by_key_.begin(), by_key_.end(), key, [](const SiteKey& a, const SiteKey& b) {
-      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
-    });
-    if (it == by_key_.begin() || std::prev(it)->image != c.image_id || std::prev(it)->stack != c.stack_id ||
-        sites_[size_t(std::prev(it)->site)].kind != c.kind)
-      return std::nullopt;
-    out[size_t(std::prev(it)->site)] += c.cost;
+    const int32_t k = byKey(c.image_id, c.stack_id, kindCode(c.kind));
+    if (k < 0 || kinds_[sites_[size_t(k)].kind] != c.kind) return std::nullopt;
+    out[size_t(k)] += c.cost;
   }
   return out;
+}
+
+int32_t TreeIndex::slotOf(int64_t stack, uint64_t kind) const {
+  const uint64_t key = slotKey(stack, kind);
+  auto it = std::upper_bound(by_slot_.begin(), by_slot_.end(), key, [&](uint64_t k, int32_t s) {
+    return k < slotKey(sites_[size_t(s)].stack_id, sites_[size_t(s)].code);
+  });
+  if (it == by_slot_.begin()) return -1;
+  const Site& s = sites_[size_t(*std::prev(it))];
+  return slotKey(s.stack_id, s.code) == key ? *std::prev(it) : -1;
+}
+
+int32_t TreeIndex::byKey(int64_t image, int64_t stack, uint64_t kind) const {
+  sortByKey();
+  const uint64_t code = std::min(kind, kUnknownKind);
+  auto it = std::upper_bound(by_key_.begin(), by_key_.end(), std::tie(image, stack, code),
+                             [&](const std::tuple<const int64_t&, const int64_t&, const uint64_t&>& k, int32_t s) {
+                               const Site& x = sites_[size_t(s)];
+                               return k < std::make_tuple(x.image_id, x.stack_id, uint64_t(x.code));
+                             });
+  if (it == by_key_.begin()) return -1;
+  const Site& x = sites_[size_t(*std::prev(it))];
+  return x.image_id == image && x.stack_id == stack && x.code == code ? *std::prev(it) : -1;
 }
 
 void TreeIndex::sortByKey() const {
   std::call_once(by_key_once_, [this] {
     by_key_.resize(sites_.size());
-    for (size_t i = 0; i < sites_.size(); ++i)
-      by_key_[i] = {sites_[i].image_id, sites_[i].stack_id, kindCode(sites_[i].kind), int32_t(i)};
-    std::stable_sort(by_key_.begin(), by_key_.end(), [](const SiteKey& a, const SiteKey& b) {
-      return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind);
+    for (size_t i = 0; i < sites_.size(); ++i) by_key_[i] = int32_t(i);
+    std::stable_sort(by_key_.begin(), by_key_.end(), [&](int32_t a, int32_t b) {
+      const Site &x = sites_[size_t(a)], &y = sites_[size_t(b)];
+      return std::tie(x.image_id, x.stack_id, x.code) < std::tie(y.image_id, y.stack_id, y.code);
     });
   });
 }
@@ -359,8 +370,8 @@ void TreeIndex::readLeaked(const Recording& rec) const {
     detail::Statement q(rec, "SELECT t_alloc, stack_id, kind, size FROM allocations WHERE t_free IS NULL AND "
                              "t_alloc IS NOT NULL");
     while (q.step()) {
-      auto it = slot_.find(slotKey(q.i64(1), kindCode(q.text(2))));
-      if (it != slot_.end()) leaked_.push_back({q.i64(0), it->second, q.i64(3)});
+      const int32_t k = slotOf(q.i64(1), kindCode(q.text(2)));
+      if (k >= 0) leaked_.push_back({q.i64(0), k, q.i64(3)});
     }
     std::sort(leaked_.begin(), leaked_.end(), [](const Leaked& x, const Leaked& y) { return x.t < y.t; });
   });
@@ -372,16 +383,10 @@ void TreeIndex::mapActivity(const Recording& rec) const {
     sortByKey();
     activity_slot_.assign(act.all().size(), -1);
     activity_site_.assign(act.all().size(), -1);
-    auto less = [](const SiteKey& a, const SiteKey& b) { return std::tie(a.image, a.stack, a.kind) < std::tie(b.image, b.stack, b.kind); };
     for (size_t i = 0; i < act.all().size(); ++i) {
       const detail::ActivitySite& a = act.all()[i];
-      auto it = slot_.find(slotKey(a.stack_id, a.kind));
-      if (it != slot_.end()) activity_slot_[i] = it->second;
-      // The last site of the key, as costsOf() finds it.
-      auto up = std::upper_bound(by_key_.begin(), by_key_.end(), SiteKey{a.image_id, a.stack_id, a.kind, 0}, less);
-      if (up != by_key_.begin() && std::prev(up)->image == a.image_id && std::prev(up)->stack == a.stack_id &&
-          std::prev(up)->kind == a.kind)
-        activity_site_[i] = std::prev(up)->site;
+      activity_slot_[i] = slotOf(a.stack_id, a.kind);
+      activity_site_[i] = byKey(a.image_id, a.stack_id, a.kind);  // the last site of the key, as costsOf() finds it
     }
   });
 }
@@ -410,72 +415,66 @@ void TreeIndex::check(const std::vector<TreeCost>& costs) const {
   if (costs.size() != sites_.size()) throw std::invalid_argument("TreeIndex: costs are not one per site");
 }
 
-void TreeIndex::sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
-                     std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const {
-  check(costs);
-  const size_t n = shape.parent.size();
-  self.assign(n, TreeCost{});
-  reached.assign(n, 0);
-  int32_t wanted = -1;
-  if (space) {
-    auto it = std::lower_bound(spaces_.begin(), spaces_.end(), *space);
-    if (it == spaces_.end() || *it != *space) wanted = -2;  // no site is of it
-    else wanted = int32_t(it - spaces_.begin());
-  }
-  for (size_t i = 0; i < costs.size(); ++i) {
-    if ((wanted != -1 && site_space_[i] != wanted) || isZero(costs[i])) continue;
-    const size_t end = size_t(shape.site_end[i]);
-    self[end] += costs[i];
-    reached[end] = 1;
-  }
-  detail::throwIfCancelled();
-  total = self;
-  for (size_t i = n; i-- > 1;) {
-    const size_t p = size_t(shape.parent[i]);
-    total[p] += total[i];
-    reached[p] |= reached[i];
-  }
+int32_t TreeIndex::spaceId(const std::optional<std::string>& space) const {
+  if (!space) return -1;
+  auto it = std::lower_bound(spaces_.begin(), spaces_.end(), *space);
+  return it == spaces_.end() || *it != *space ? -2 : int32_t(it - spaces_.begin());  // -2: no site is of it
 }
 
 CallTree TreeIndex::tree(const std::vector<TreeCost>& costs, TreeDirection direction,
                          const std::optional<std::string>& space) const {
-  const Shape& shape = direction == TreeDirection::TopDown ? down_ : up_;
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(shape, costs, space, self, total, reached);
-  return emitTree(shape, self, total, reached, direction, space);
+  std::vector<int32_t> id;
+  return emitTree(direction == TreeDirection::TopDown ? down_ : up_, costs, direction, space, id);
 }
 
 std::vector<SymbolCost> TreeIndex::callerCallee(const std::vector<TreeCost>& costs,
                                                 const std::optional<std::string>& space) const {
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(down_, costs, space, self, total, reached);
-  return symbols(self, total, reached);
+  std::vector<int32_t> id;
+  const CallTree down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
+  return symbols(down, id);
 }
 
 TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space) const {
   Trees out;
-  std::vector<TreeCost> self, total;
-  std::vector<uint8_t> reached;
-  sums(down_, costs, space, self, total, reached);
-  out.top_down = emitTree(down_, self, total, reached, TreeDirection::TopDown, space);
-  out.symbols = symbols(self, total, reached);
-  sums(up_, costs, space, self, total, reached);
-  out.bottom_up = emitTree(up_, self, total, reached, TreeDirection::BottomUp, space);
+  // The bottom-up tree (a PyTorch run: 700k nodes) on a thread of its own beside the top-down
+  // tree and caller/callee (100k nodes and the symbols): a range's trees in about half the time
+  // on two free cores. That thread has no control of its own: a cancel stops the top-down part,
+  // then waits for it (tens of ms).
+  auto up = std::async(std::launch::async, [&] {
+    std::vector<int32_t> upId;
+    return emitTree(up_, costs, TreeDirection::BottomUp, space, upId);
+  });
+  struct Wait {  // the thread reads `costs` and this index: it ends before they may go
+    std::future<CallTree>& f;
+    ~Wait() { if (f.valid()) f.wait(); }
+  } wait{up};
+  std::vector<int32_t> id;
+  out.top_down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
+  out.symbols = symbols(out.top_down, id);
+  out.bottom_up = up.get();
   return out;
 }
 
-CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                         const std::vector<uint8_t>& reached, TreeDirection direction,
-                         const std::optional<std::string>& space) const {
+CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& costs, TreeDirection direction,
+                             const std::optional<std::string>& space, std::vector<int32_t>& id) const {
+  check(costs);
   const size_t n = shape.parent.size();
-  // The reached nodes, numbered in shape order (parents first), and their children in one array.
-  std::vector<int32_t> id(n, -1), first;
+  const int32_t wanted = spaceId(space);
+  auto counted = [&](size_t i) { return (wanted == -1 || site_space_[i] == wanted) && !isZero(costs[i]); };
+  // The nodes some counted site reaches (id 0 marks them, then they are numbered in shape order:
+  // parents first), their children in one array; the costs are added straight into the nodes
+  // (no self and total per shape node: a PyTorch run's bottom-up shape has 700k nodes).
+  id.assign(n, -1);
+  id[0] = 0;
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (counted(i)) id[size_t(shape.site_end[i])] = 0;
+  for (size_t i = n; i-- > 1;)
+    if (id[i] == 0) id[size_t(shape.parent[i])] = 0;
+  detail::throwIfCancelled();
   int32_t count = 0;
   for (size_t i = 0; i < n; ++i)
-    if (i == 0 || reached[i]) id[i] = count++;
-  first.assign(size_t(count) + 1, 0);
+    if (id[i] == 0) id[i] = count++;
+  std::vector<int32_t> first(size_t(count) + 1, 0);
   for (size_t i = 1; i < n; ++i)
     if (id[i] >= 0) ++first[size_t(id[size_t(shape.parent[i])]) + 1];
   for (size_t i = 0; i < size_t(count); ++i) first[i + 1] += first[i];
@@ -497,9 +496,13 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& se
     const int32_t parent = i == 0 ? -1 : id[size_t(shape.parent[i])];
     const int32_t k = id[i];
     std::span<const int32_t> kids(storage->children.data() + first[size_t(k)], size_t(first[size_t(k) + 1] - first[size_t(k)]));
-    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], self[i], total[i],
+    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], {}, {},
                                  parent, kids});
   }
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (counted(i)) out.nodes[size_t(id[size_t(shape.site_end[i])])].self += costs[i];
+  for (CallNode& node : out.nodes) node.total = node.self;
+  for (size_t k = out.nodes.size(); k-- > 1;) out.nodes[size_t(out.nodes[k].parent)].total += out.nodes[k].total;
   for (size_t k = 0; k < size_t(count); ++k) {
     auto b = storage->children.begin() + first[k], e = storage->children.begin() + first[k + 1];
     if (e - b < 2) continue;
@@ -512,8 +515,7 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& se
   return out;
 }
 
-std::vector<SymbolCost> TreeIndex::symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                                           const std::vector<uint8_t>& reached) const {
+std::vector<SymbolCost> TreeIndex::symbols(const CallTree& down, const std::vector<int32_t>& id) const {
   struct Row {
     TreeCost self, inclusive;
     bool seen = false;
@@ -522,13 +524,14 @@ std::vector<SymbolCost> TreeIndex::symbols(const std::vector<TreeCost>& self, co
   std::vector<TreeCost> edge(edges_.size());
   std::vector<uint8_t> edgeSeen(edges_.size(), 0);
   for (size_t i = 1; i < down_.parent.size(); ++i) {
-    if (!reached[i]) continue;
+    if (id[i] < 0) continue;
+    const CallNode& node = down.nodes[size_t(id[i])];
     Row& r = rows[size_t(down_.symbol[i])];
     r.seen = true;
-    r.self += self[i];
-    if (first_symbol_[i] >= 0) r.inclusive += total[i];
+    r.self += node.self;
+    if (first_symbol_[i] >= 0) r.inclusive += node.total;
     if (const int32_t e = first_edge_[i]; e >= 0) {
-      edge[size_t(e)] += total[i];
+      edge[size_t(e)] += node.total;
       edgeSeen[size_t(e)] = 1;
     }
   }

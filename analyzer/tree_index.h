@@ -26,6 +26,8 @@
 
 namespace memledger::analyzer {
 
+struct SizeHistogram;
+
 class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
  public:
   // Every site of `rec` (siteCosts() of the whole run) and both trees' shapes. Frames point into
@@ -35,8 +37,12 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // Given sites with their frames (same order): what buildCallTree() builds from scratch.
   static std::shared_ptr<const TreeIndex> build(std::vector<SiteCost> sites, const SiteFrames& frames);
 
-  // The sites, with their whole-run amounts; every vector of costs below is in this order.
-  const std::vector<SiteCost>& sites() const { return sites_; }
+  // The sites, with their whole-run amounts; every vector of costs below is in this order. Kept
+  // compact (80 bytes a site, kind and space by index: a PyTorch run has 700,000), so a site is
+  // made on request and sites() is a copy of them all.
+  size_t siteCount() const { return sites_.size(); }
+  SiteCost site(size_t i) const;
+  std::vector<SiteCost> sites() const;
   std::vector<std::string> spaces() const;  // the sites' spaces, sorted
   // The spaces of the sites with anything in `costs` (one per site), sorted.
   std::vector<std::string> spaces(const std::vector<TreeCost>& costs) const;
@@ -88,20 +94,30 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
     std::vector<const Frame*> frame;   // per node: the first frame seen for it
     std::vector<int32_t> site_end;     // per site: the node its stack ends at
   };
-  // Self and total of every node of `shape` for `costs` (sites of `space` with a nonzero amount),
-  // and which nodes such a site reaches.
-  void sums(const Shape& shape, const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
-            std::vector<TreeCost>& self, std::vector<TreeCost>& total, std::vector<uint8_t>& reached) const;
+  int32_t spaceId(const std::optional<std::string>& space) const;  // -1 every space, -2 none of the sites'
   void check(const std::vector<TreeCost>& costs) const;
-  CallTree emitTree(const Shape& shape, const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                const std::vector<uint8_t>& reached, TreeDirection direction,
-                const std::optional<std::string>& space) const;
-  std::vector<SymbolCost> symbols(const std::vector<TreeCost>& self, const std::vector<TreeCost>& total,
-                                  const std::vector<uint8_t>& reached) const;
+  // The tree of `costs` on `shape`: the nodes some site of `space` with a nonzero amount reaches,
+  // with their sums; `id` gets each shape node's node in the tree (-1: not reached).
+  CallTree emitTree(const Shape& shape, const std::vector<TreeCost>& costs, TreeDirection direction,
+                    const std::optional<std::string>& space, std::vector<int32_t>& id) const;
+  // Caller/callee from a top-down tree of this index and its `id`.
+  std::vector<SymbolCost> symbols(const CallTree& down, const std::vector<int32_t>& id) const;
 
-  std::vector<SiteCost> sites_;
-  std::vector<int32_t> site_space_;        // per site: index into spaces_
-  std::vector<std::string> spaces_;
+  struct Site {
+    int64_t stack_id, image_id;
+    TreeCost cost;
+    int64_t min_size, max_size;
+    int32_t space;  // index into spaces_
+    uint16_t kind;  // index into kinds_
+    uint8_t code;   // the kind's code (255: not one of schemas/kinds.h)
+  };
+  void setSites(std::vector<SiteCost> sites);
+  bool readSites(const Recording& rec);  // false: a file without packed totals (setSites() then)
+  std::vector<Site> sites_;
+  std::vector<int32_t> site_space_;  // each site's space again, for the trees' pass over the sites
+  std::vector<std::string> spaces_, kinds_;
+  friend SizeHistogram sizeHistogram(const Recording&, const TreeIndex&, const std::vector<TreeCost>&,
+                                     std::optional<int64_t>, std::optional<int64_t>, size_t);
   std::vector<std::string> names_;         // symbol id -> name
   std::vector<const Frame*> first_frame_;  // symbol id -> the first frame seen for it
   Shape down_, up_;
@@ -109,18 +125,17 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // edge on their path (the other nodes: -1), and the edges' symbols.
   std::vector<int32_t> first_symbol_, first_edge_;
   std::vector<std::pair<int32_t, int32_t>> edges_;  // edge id -> (caller, callee) symbol ids
-  // (stack id, kind code) -> site, for the per-site activity (the last site of a key, as siteCosts()).
-  std::unordered_map<uint64_t, int32_t> slot_;
+  // The sites sorted by (stack id, kind code), for the per-site activity: slotOf() is the last site
+  // of a key (as siteCosts()), -1 none. An index a site, not a hash map's node.
+  std::vector<int32_t> by_slot_;
+  int32_t slotOf(int64_t stack, uint64_t kind) const;
   // The site of each of the recording's activity sites (Recording::activitySites()), made at the
   // first range: a range then adds the kept activity with no lookup per entry.
   // The sites by (image, stack, kind code), for costsOf(); made when first needed.
-  struct SiteKey {
-    int64_t image, stack;
-    uint64_t kind;
-    int32_t site;
-  };
+  // byKey(): the last site of the key, -1 none.
   mutable std::once_flag by_key_once_;
-  mutable std::vector<SiteKey> by_key_;
+  mutable std::vector<int32_t> by_key_;
+  int32_t byKey(int64_t image, int64_t stack, uint64_t kind) const;
   mutable std::once_flag activity_once_;
   mutable std::vector<int32_t> activity_slot_;  // by (stack, kind), as costs() adds activity
   mutable std::vector<int32_t> activity_site_;  // the same site, by (image, stack, kind); -1 none

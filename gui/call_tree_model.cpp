@@ -77,7 +77,7 @@ CallTreeModel::CallTreeModel(an::TreeDirection direction, QObject* parent)
 void CallTreeModel::setRange(std::shared_ptr<const RangeData> range) {
   beginResetModel();
   range_ = std::move(range);
-  rowOf_.clear();
+  rowOf_ = {};  // freed, not kept: a view off screen lets go of its range
   if (const an::CallTree* t = tree()) {
     rowOf_.assign(t->nodes.size(), 0);
     for (const an::CallNode& n : t->nodes)

@@ -95,6 +95,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     r->live = liveOf(shown, q, control, true);
     if (control.cancelled) throw an::Cancelled();
     if (index->applyLive(rec, costs, r->live)) indexed = std::move(costs);
+    r->live.by_site = {};  // applied: one amount per activity site (11 MB for a PyTorch run) is not kept
   }
   if (!indexed) {
     r->costs = an::siteCosts(rec, q.from, q.to, control);
@@ -131,7 +132,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   std::future<an::SizeHistogram> indexedSizes;
   if (indexed)
     indexedSizes = std::async(std::launch::async, [&rec, &index, &indexed, &q] {
-      return an::sizeHistogram(rec, index->sites(), *indexed, q.from, q.to, 10);
+      return an::sizeHistogram(rec, *index, *indexed, q.from, q.to, 10);
     });
   an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
   if (control.cancelled) throw an::Cancelled();
@@ -157,7 +158,8 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   }
   r->top_down.t_from_ns = r->bottom_up.t_from_ns = q.from;
   r->top_down.t_to_ns = r->bottom_up.t_to_ns = q.to;
-  r->leaks = rangeLeaks.valid() ? rangeLeaks.get() : shown.report.leaks;
+  r->leaks_list = rangeLeaks.valid() ? std::make_shared<const an::Leaks>(rangeLeaks.get())
+                                     : std::shared_ptr<const an::Leaks>(r->shown, &shown.report.leaks);
   if (control.cancelled) throw an::Cancelled();
   // The range's costs (their sizes: the whole run's, in the site list): no site read again.
   r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
@@ -165,7 +167,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     const RecordingData& b = *q.b;
     const an::Leaks leaksB = (q.from || q.to) ? an::leaks(*b.rec, f, control) : b.report.leaks;
     if (control.cancelled) throw an::Cancelled();
-    r->leak_changes = an::diffLeaks(r->leaks, leaksB);
+    r->leak_changes = an::diffLeaks(r->leaks(), leaksB);
     r->size_changes = an::diffSizes(r->sizes, sizesB);
     r->headlines = an::compareHeadlines(shown.report, shown.series, b.report, b.series);
   }

@@ -28,18 +28,18 @@ QString leakKindsText(const an::SiteAmount& s) {
 }
 }  // namespace
 
-void LeaksModel::setLeaks(std::shared_ptr<const RangeData> range) {
+void LeaksModel::setLeaks(std::shared_ptr<const an::Leaks> leaks) {
   beginResetModel();
-  range_ = std::move(range);
+  leaks_ = std::move(leaks);
   endResetModel();
 }
 
 const an::SiteAmount* LeaksModel::site(int row) const {
-  if (!range_ || row < 0 || size_t(row) >= range_->leaks.sites.size()) return nullptr;
-  return &range_->leaks.sites[size_t(row)];
+  if (!leaks_ || row < 0 || size_t(row) >= leaks_->sites.size()) return nullptr;
+  return &leaks_->sites[size_t(row)];
 }
 
-int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !range_ ? 0 : int(range_->leaks.sites.size()); }
+int LeaksModel::rowCount(const QModelIndex& p) const { return p.isValid() || !leaks_ ? 0 : int(leaks_->sites.size()); }
 int LeaksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : kColumns; }
 
 QVariant LeaksModel::data(const QModelIndex& index, int role) const {
@@ -191,14 +191,14 @@ void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
     changes_->setRange(range);
     model_->setLeaks(nullptr);
   } else {
-    const an::Leaks* leaks = range ? &range->leaks : nullptr;
+    const an::Leaks* leaks = range ? &range->leaks() : nullptr;
     const bool cut = leaks && leaks->site_count > leaks->sites.size();
     if (cut)
       note_->setText(tr("The %1 largest of %2 leaking sites (%3 in %4 blocks in all); the trees and the flame graph "
                         "with the metric \"leaked\" hold every site.")
                          .arg(n(int64_t(leaks->sites.size())), n(int64_t(leaks->site_count)), b(leaks->bytes), n(leaks->count)));
     note_->setVisible(cut);
-    model_->setLeaks(range);
+    model_->setLeaks(range ? range->leaks_list : nullptr);
     changes_->setRange(nullptr);
   }
   table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());

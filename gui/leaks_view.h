@@ -23,7 +23,8 @@ class LeaksModel : public QAbstractTableModel {
  public:
   using QAbstractTableModel::QAbstractTableModel;
   enum Column { kSite, kBytes, kCount, kKind, kLeakKinds, kOrigin, kProcesses, kColumns };
-  void setLeaks(std::shared_ptr<const RangeData> range);
+  // The list only, not the range's trees (a view off screen keeps it until shown).
+  void setLeaks(std::shared_ptr<const analyzer::Leaks> leaks);
   const analyzer::SiteAmount* site(int row) const;
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -31,7 +32,7 @@ class LeaksModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  std::shared_ptr<const RangeData> range_;
+  std::shared_ptr<const analyzer::Leaks> leaks_;
 };
 
 // The rows of any table model as CSV (display text, header first).

@@ -43,6 +43,13 @@ int main(int argc, char** argv) {
   // a range's CPU on torch_mlp (its trees 68 -> 36 ms, sizes 50 -> 28-40 ms). Kept in the process
   // instead, at a cost in peak RSS (torch_mlp: 1.21 -> 1.34-1.36 GiB: what open freed is reused,
   // not returned).
+  // One arena for every thread: a range's jobs run on pool threads and threads of their own, each
+  // of which glibc gave an arena; what one range freed in one arena was no use to the next
+  // range's thread in another, so each range faulted in fresh memory and every arena kept its
+  // own high-water mark. Branch guimem, torch_mlp: peak RSS 1100 -> 855-865 MiB, a 50% range
+  // about 330 -> 270 ms CPU (load 2.5-3); the trees not slower. With big blocks mapped again
+  // (M_MMAP_THRESHOLD 16 MiB, M_TRIM_THRESHOLD 64 MiB) it was 793 MiB, at 300-330 ms CPU.
+  mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   memledger::gui::GuiApplication app(argc, argv);

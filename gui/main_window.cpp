@@ -360,7 +360,18 @@ void MainWindow::onRange() {
     cpu = cpuNs();
   };
   stale_ = {summary_, topDown_, bottomUp_, callerCallee_, flame_, leaks_, sizes_};
-  bringUpToDate(tabs_->currentWidget());
+  // The views off screen let go of the previous range (they take this one when shown): its trees
+  // are freed now, on a worker (Document), not kept beside the new ones (a PyTorch run's trees
+  // are about 100 MB). The Leaks view holds only its list.
+  QWidget* shown = tabs_->currentWidget();
+  if (shown != summary_) summary_->setData(doc_->data(), nullptr);
+  for (CallTreeView* v : {topDown_, bottomUp_})
+    if (shown != v) v->setRange(nullptr);
+  if (shown != callerCallee_) callerCallee_->setRange(nullptr);
+  if (shown != flame_) flame_->setRange(nullptr);
+  if (shown != sizes_) sizes_->setRange(nullptr);
+  lap("release");
+  bringUpToDate(shown);
   lap(qPrintable(tabs_->currentWidget()->objectName()));
   if (timing) std::fprintf(stderr, "memledger-gui: %s\n", qPrintable(times.join(", ")));
   status_->setText(range->ranged() || range->live_at_ns || range->diff()

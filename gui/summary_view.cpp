@@ -207,7 +207,7 @@ QString SummaryView::html(const RecordingData& d, const RangeData* range) {
   h += "<table width='100%'><tr><td valign=top width='50%'>";
   h += topList(QObject::tr("Live at the heap peak"), "view:flamegraph?metric=peak", r.peak.sites, false);
   h += "</td><td valign=top>";
-  const an::Leaks& leaks = range ? range->leaks : r.leaks;
+  const an::Leaks& leaks = range ? range->leaks() : r.leaks;
   h += topList(range && range->ranged() ? QObject::tr("Leaked (made in the selection)") : QObject::tr("Largest leaks"),
                "view:leaks", leaks.sites, false);
   h += "</td></tr><tr><td valign=top>";

@@ -116,7 +116,7 @@ class GuiTest : public QObject {
     doc.open(list);
     QVERIFY(waitRange(doc));
     LeaksModel model;
-    model.setLeaks(doc.range());
+    model.setLeaks(doc.range()->leaks_list);
     QCOMPARE(model.rowCount(), 1);
     QCOMPARE(model.index(0, LeaksModel::kBytes).data(Qt::UserRole).toLongLong(), 96LL);
     QCOMPARE(model.index(0, LeaksModel::kLeakKinds).data().toString(), QString("definite 32 B, indirect 64 B"));

@@ -3,6 +3,7 @@
 // against the SQL and the whole-stack classification it replaces.
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -137,5 +138,51 @@ TEST(AnalyzerLeakedBlocks, OriginsFrameByFrame) {
       ++runtime;
     }
     EXPECT_GT(runtime, 0);
+  }
+}
+
+// leaks() makes SiteAmounts of the listed sites only (one process: its rows are cut first): with
+// a `top`, the list is the first sites of the whole list, with the same amounts, Python ownership,
+// origins and leak kinds, and the totals are over every site. A CPython run (its import machinery:
+// hundreds of sites, the Python rule), fork_loop (several processes: merged, then cut) and
+// leak_kinds (classified blocks), for the whole run and a range.
+TEST(AnalyzerLeakedBlocks, TopSitesAreTheWholeListsFirst) {
+  std::vector<std::string> paths = {recordingOf("fork_loop"), recordingOf("leak_kinds", "all")};
+  const std::string cli = memledger::testing::recordBuild() + "/bin/memledger";
+  const std::string python = memledger::testing::tempPath("leaks-top-deep_paths.db");
+  const std::string cmd = "'" + cli + "' record --no-compress --force -o '" + python + "' -- /usr/bin/python3 '" +
+                          MEMLEDGER_SOURCE_DIR + "/samples/python/deep_paths.py' 7 >/dev/null 2>&1";
+  if (std::filesystem::exists("/usr/bin/python3") && std::system(cmd.c_str()) == 0) paths.push_back(python);
+  else ADD_FAILURE() << "`" << cmd << "` failed";
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    SCOPED_TRACE(path);
+    Recording rec = Recording::open(path);
+    const int64_t end = rec.info().duration_ns;
+    for (auto [from, to] : {std::pair<std::optional<int64_t>, std::optional<int64_t>>{},
+                            std::pair<std::optional<int64_t>, std::optional<int64_t>>{end / 4, end * 3 / 4}}) {
+      Filter f;
+      f.t_from_ns = from;
+      f.t_to_ns = to;
+      const Leaks all = leaks(rec, f);
+      if (path == python && !from) EXPECT_GT(all.sites.size(), 100u);
+      f.top = std::max<size_t>(1, all.sites.size() / 3);
+      const Leaks cut = leaks(rec, f);
+      EXPECT_EQ(cut.sites.size(), std::min(*f.top, all.sites.size()));
+      EXPECT_EQ(std::tie(cut.count, cut.bytes, cut.pool_count, cut.pool_bytes, cut.site_count, cut.pool_site_count),
+                std::tie(all.count, all.bytes, all.pool_count, all.pool_bytes, all.site_count, all.pool_site_count));
+      for (int k = 0; k < kLeakKindSlots; ++k)
+        EXPECT_EQ(std::tie(cut.kinds[k].count, cut.kinds[k].bytes), std::tie(all.kinds[k].count, all.kinds[k].bytes));
+      for (size_t i = 0; i < cut.sites.size(); ++i) {
+        const SiteAmount &a = cut.sites[i], &b = all.sites[i];
+        EXPECT_EQ(std::tie(a.stack_id, a.kind, a.image_id, a.pid, a.count, a.bytes, a.python_owned, a.origin, a.origin_reason),
+                  std::tie(b.stack_id, b.kind, b.image_id, b.pid, b.count, b.bytes, b.python_owned, b.origin, b.origin_reason))
+            << "site " << i;
+        EXPECT_EQ(a.stack.size(), b.stack.size());
+        EXPECT_EQ(a.processes.size(), b.processes.size());
+        for (int k = 0; k < kLeakKindSlots; ++k)
+          EXPECT_EQ(std::tie(a.leak_kinds[k].count, a.leak_kinds[k].bytes), std::tie(b.leak_kinds[k].count, b.leak_kinds[k].bytes));
+      }
+    }
   }
 }
