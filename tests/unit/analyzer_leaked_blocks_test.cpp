@@ -165,7 +165,9 @@ TEST(AnalyzerLeakedBlocks, TopSitesAreTheWholeListsFirst) {
       f.t_from_ns = from;
       f.t_to_ns = to;
       const Leaks all = leaks(rec, f);
-      if (path == python && !from) EXPECT_GT(all.sites.size(), 100u);
+      if (path == python && !from) {
+        EXPECT_GT(all.sites.size(), 100u);
+      }
       f.top = std::max<size_t>(1, all.sites.size() / 3);
       const Leaks cut = leaks(rec, f);
       EXPECT_EQ(cut.sites.size(), std::min(*f.top, all.sites.size()));
