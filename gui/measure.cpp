@@ -50,6 +50,10 @@ bool GuiApplication::notify(QObject* receiver, QEvent* event) {
     maxDispatchNs = t.nsecsElapsed();
     slowest = QString("%1/%2").arg(name).arg(type);
   }
+  static const double logMs = qEnvironmentVariableIntValue("MEMLEDGER_GUI_EVENTS");
+  if (logMs > 0 && cpu / 1e6 >= logMs)
+    std::fprintf(stderr, "memledger-gui: event %s/%d %.1f ms cpu, %.1f ms wall\n", qPrintable(name), type, cpu / 1e6,
+                 t.nsecsElapsed() / 1e6);
   if (cpu > maxDispatchCpuNs) {
     maxDispatchCpuNs = cpu;
     slowestCpu = QString("%1/%2").arg(name).arg(type);
@@ -133,6 +137,8 @@ int measureWindow(MainWindow& window, const QString& file) {
     window.showView(v);
     window.repaint();
     const double ms = s.nsecsElapsed() / 1e6, cpuMs = (threadCpuNs() - cpu0) / 1e6;
+    if (qEnvironmentVariableIsSet("MEMLEDGER_GUI_TIMING"))
+      std::fprintf(stderr, "memledger-gui: show %s %.1f ms (cpu %.1f)\n", v, ms, cpuMs);
     if (cpuMs > showCpuMs) slowestView = v;
     showMs = std::max(showMs, ms);
     showCpuMs = std::max(showCpuMs, cpuMs);
