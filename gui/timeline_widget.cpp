@@ -139,7 +139,9 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     return;
   }
   const QRectF plot = plotRect();
-  const size_t columns = size_t(std::max(1.0, plot.width())) * 2;
+  // One point per device pixel column: two per column (as before) drew twice the steps and
+  // envelope vertices to the same pixels, half a timeline paint in every repaint.
+  const size_t columns = size_t(std::max(1.0, plot.width() * devicePixelRatioF()));
 
   // Downsample every visible series once; the y axis fits the highest of them.
   struct Drawn {
@@ -160,7 +162,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     };
     if (si < d.levels.size())
       for (const an::Series& level : d.levels[si]) {
-        if (inView(*source) <= columns * 4) break;
+        if (inView(*source) <= columns * 8) break;
         source = &level;
       }
     return an::downsample(*source, v0_, v1_, columns);
@@ -252,10 +254,13 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       upper.emplace_back(x1, yOf(double(pts[k].max)));
       lower.emplace_back(x0, yOf(double(pts[k].min)));
       lower.emplace_back(x1, yOf(double(pts[k].last)));
-      const double y = yOf(double(pts[k].last));
-      if (k > 0 && QPointF(x0, y) != at) line.emplace_back(at, QPointF(x0, y));  // the value held since the point before
-      line.emplace_back(QPointF(x0, y), QPointF(x1, y));
-      at = QPointF(x1, y);
+      // Held inside the plot (give or take a pixel; the clip does the rest): zoomed in, a step's
+      // ends may lie millions of pixels outside.
+      const double y = yOf(double(pts[k].last)), l = plot.left() - 2, r = plot.right() + 2;
+      const double a = std::clamp(x0, l, r), b = std::clamp(x1, l, r);
+      if (k > 0 && QPointF(a, y) != at) line.emplace_back(at, QPointF(a, y));  // the value held since the point before
+      line.emplace_back(QPointF(a, y), QPointF(b, y));
+      at = QPointF(b, y);
     }
     env.moveTo(upper.front());
     for (const auto& q : upper) env.lineTo(q);
