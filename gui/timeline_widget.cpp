@@ -262,6 +262,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       line.emplace_back(QPointF(a, y), QPointF(b, y));
       at = QPointF(b, y);
     }
+    // After the last point the value holds to the run's end (an RSS sampled once, what a
+    // process still held when it exited).
+    const double end = std::clamp(xOf(std::max(pts.back().t_from_ns, std::min(v1_, data_->end_ns))), plot.left() - 2, plot.right() + 2);
+    if (end > at.x()) line.emplace_back(at, QPointF(end, at.y()));
     env.moveTo(upper.front());
     for (const auto& q : upper) env.lineTo(q);
     for (auto it = lower.rbegin(); it != lower.rend(); ++it) env.lineTo(*it);
@@ -293,6 +297,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       line.lineTo(x0, yOf(double(pts[k].last)));
       line.lineTo(x1, yOf(double(pts[k].last)));
     }
+    line.lineTo(xOf(std::max(pts.back().t_from_ns, std::min(v1_, compare_->end_ns))), yOf(double(pts.back().last)));
     p.setPen(QPen(seriesColor(d.name).darker(125), 1.4, Qt::DashLine));
     p.drawPath(line);
   }
