@@ -55,13 +55,13 @@ void TimelineWidget::setData(std::shared_ptr<const RecordingData> data) {
   sel_.reset();
   v0_ = 0;
   v1_ = data_ ? data_->end_ns + 1 : 1;
-  update();
+  refresh();
 }
 
 void TimelineWidget::setCompare(std::shared_ptr<const RecordingData> b) {
   compare_ = std::move(b);
   if (data_ && v1_ >= data_->end_ns + 1) v1_ = endNs() + 1;  // the whole run in view: both runs' ends
-  update();
+  refresh();
 }
 
 int64_t TimelineWidget::endNs() const {
@@ -75,19 +75,19 @@ void TimelineWidget::setView(int64_t from, int64_t to) {
   from = std::clamp<int64_t>(from, 0, end - width);
   v0_ = from;
   v1_ = from + width;
-  update();
+  refresh();
   emit viewChanged(v0_, v1_);
 }
 
 void TimelineWidget::setSelection(std::optional<int64_t> from, std::optional<int64_t> to) {
   if (!from && !to) sel_.reset();
   else sel_ = std::make_pair(from.value_or(0), to.value_or(endNs()));
-  update();
+  refresh();
 }
 
 void TimelineWidget::setLiveAt(std::optional<int64_t> t) {
   liveAt_ = t;
-  update();
+  refresh();
 }
 
 bool TimelineWidget::jumpToPeak(const QString& name) {
@@ -106,7 +106,7 @@ bool TimelineWidget::jumpToPeak(const QString& name) {
 void TimelineWidget::setSeriesVisible(const QString& name, bool visible) {
   if (visible) hidden_.erase(name);
   else hidden_.insert(name);
-  update();
+  refresh();
 }
 
 QRectF TimelineWidget::plotRect() const {
@@ -124,8 +124,36 @@ int64_t TimelineWidget::timeAt(double x) const {
   return v0_ + int64_t(f * double(v1_ - v0_));
 }
 
+void TimelineWidget::refresh() {
+  cacheValid_ = false;
+  update();
+}
+
+void TimelineWidget::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::PaletteChange || e->type() == QEvent::FontChange || e->type() == QEvent::StyleChange)
+    cacheValid_ = false;
+  QWidget::changeEvent(e);
+}
+
+// Drawn into a pixmap kept until what it shows changes (every setter and mouse action calls
+// refresh()): the window's other repaints (a view shown, a status text) cost a blit, not the
+// 3.5-4 ms of a paint (a PyTorch run; branch guievent).
 void TimelineWidget::paintEvent(QPaintEvent*) {
-  QPainter p(this);
+  const qreal dpr = devicePixelRatioF();
+  const QSize pixels = (QSizeF(size()) * dpr).toSize();
+  if (!cacheValid_ || cache_.size() != pixels || cache_.devicePixelRatio() != dpr) {
+    cache_ = QPixmap(pixels);
+    cache_.setDevicePixelRatio(dpr);
+    QPainter p(&cache_);
+    p.setFont(font());
+    p.setPen(palette().color(foregroundRole()));
+    paintPlot(p);
+    cacheValid_ = true;
+  }
+  QPainter(this).drawPixmap(0, 0, cache_);
+}
+
+void TimelineWidget::paintPlot(QPainter& p) {
   p.setRenderHint(QPainter::Antialiasing);
   const QPalette pal = palette();
   p.fillRect(rect(), pal.base());
@@ -428,7 +456,7 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
   } else if (drag_ == Drag::Select) {
     int64_t t = timeAt(x);
     sel_ = std::make_pair(std::min(t, dragT_), std::max(t, dragT_));
-    update();
+    refresh();
     emit hoverText(tr("selecting %1 to %2 (%3)").arg(timeText(sel_->first), timeText(sel_->second),
                                                       timeText(sel_->second - sel_->first)));
   } else if (plotRect().contains(e->position())) {
@@ -452,7 +480,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
     if (std::abs(e->position().x() - dragX_) < 3) {
       // A click, not a drag: an instant (the trees then show what was live at it), no range.
       sel_.reset();
-      update();
+      refresh();
       if (plotRect().contains(e->position())) emit timeClicked(timeAt(e->position().x()));
       else emit rangeSelected(std::nullopt, std::nullopt);
     } else if (sel_) {
@@ -480,7 +508,7 @@ void TimelineWidget::wheelEvent(QWheelEvent* e) {
 void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   if (e->key() == Qt::Key_Escape && sel_) {
     sel_.reset();
-    update();
+    refresh();
     emit rangeSelected(std::nullopt, std::nullopt);
     return;
   }
