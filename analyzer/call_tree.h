@@ -52,6 +52,7 @@ struct CallNode {
   TreeCost self;                 // sites whose stack ends here (top-down) / starts here (bottom-up)
   TreeCost total;                // self plus every child
   int32_t parent = -1;
+  int32_t row = 0;  // its place among its parent's children (a model's parent() in O(1))
   std::span<const int32_t> children;  // total.allocated descending, then symbol
 };
 

@@ -77,12 +77,6 @@ CallTreeModel::CallTreeModel(an::TreeDirection direction, QObject* parent)
 void CallTreeModel::setRange(std::shared_ptr<const RangeData> range) {
   beginResetModel();
   range_ = std::move(range);
-  rowOf_ = {};  // freed, not kept: a view off screen lets go of its range
-  if (const an::CallTree* t = tree()) {
-    rowOf_.assign(t->nodes.size(), 0);
-    for (const an::CallNode& n : t->nodes)
-      for (size_t i = 0; i < n.children.size(); ++i) rowOf_[size_t(n.children[i])] = int(i);
-  }
   endResetModel();
 }
 
@@ -104,7 +98,7 @@ QModelIndex CallTreeModel::parent(const QModelIndex& child) const {
   if (!t || !child.isValid()) return {};
   int32_t parent = t->nodes[size_t(nodeOf(child))].parent;
   if (parent <= 0) return {};
-  return createIndex(rowOf_[size_t(parent)], 0, quintptr(parent));
+  return createIndex(t->nodes[size_t(parent)].row, 0, quintptr(parent));
 }
 
 int CallTreeModel::rowCount(const QModelIndex& parent) const {

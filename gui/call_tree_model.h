@@ -46,7 +46,6 @@ class CallTreeModel : public QAbstractItemModel {
  private:
   analyzer::TreeDirection direction_;
   std::shared_ptr<const RangeData> range_;
-  std::vector<int> rowOf_;  // each node's row under its parent (parent() in O(1))
 };
 
 // Filters a tree (or table) by function, file and module (substrings, case-insensitive); a row

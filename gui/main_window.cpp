@@ -171,7 +171,7 @@ MainWindow::MainWindow(QWidget* parent)
     auto range = doc_->range();
     summary_->setData(range && range->shown ? range->shown : doc_->data(), range);
     suggestions_->setData(doc_->data());
-    timeline_->update();  // the phases
+    timeline_->refresh();  // the phases
   });
   connect(doc_, &Document::failed, this, [this](const QString& msg) {
     if (!doc_->data()) {

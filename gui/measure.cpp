@@ -22,6 +22,11 @@ qint64 threadCpuNs() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return qint64(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+qint64 monotonicNs() {  // perf record -k CLOCK_MONOTONIC stamps its samples with this clock
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return qint64(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 // Every thread's: a range's work is mostly on the workers.
 qint64 processCpuNs() {
   timespec ts{};
@@ -50,6 +55,10 @@ bool GuiApplication::notify(QObject* receiver, QEvent* event) {
     maxDispatchNs = t.nsecsElapsed();
     slowest = QString("%1/%2").arg(name).arg(type);
   }
+  static const double logMs = qEnvironmentVariableIntValue("MEMLEDGER_GUI_EVENTS");
+  if (logMs > 0 && cpu / 1e6 >= logMs)
+    std::fprintf(stderr, "memledger-gui: event %s/%d %.1f ms cpu, %.1f ms wall, ended at %.6f s (CLOCK_MONOTONIC)\n",
+                 qPrintable(name), type, cpu / 1e6, t.nsecsElapsed() / 1e6, monotonicNs() / 1e9);
   if (cpu > maxDispatchCpuNs) {
     maxDispatchCpuNs = cpu;
     slowestCpu = QString("%1/%2").arg(name).arg(type);
@@ -133,6 +142,8 @@ int measureWindow(MainWindow& window, const QString& file) {
     window.showView(v);
     window.repaint();
     const double ms = s.nsecsElapsed() / 1e6, cpuMs = (threadCpuNs() - cpu0) / 1e6;
+    if (qEnvironmentVariableIsSet("MEMLEDGER_GUI_TIMING"))
+      std::fprintf(stderr, "memledger-gui: show %s %.1f ms (cpu %.1f)\n", v, ms, cpuMs);
     if (cpuMs > showCpuMs) slowestView = v;
     showMs = std::max(showMs, ms);
     showCpuMs = std::max(showCpuMs, cpuMs);

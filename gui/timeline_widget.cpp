@@ -55,13 +55,13 @@ void TimelineWidget::setData(std::shared_ptr<const RecordingData> data) {
   sel_.reset();
   v0_ = 0;
   v1_ = data_ ? data_->end_ns + 1 : 1;
-  update();
+  refresh();
 }
 
 void TimelineWidget::setCompare(std::shared_ptr<const RecordingData> b) {
   compare_ = std::move(b);
   if (data_ && v1_ >= data_->end_ns + 1) v1_ = endNs() + 1;  // the whole run in view: both runs' ends
-  update();
+  refresh();
 }
 
 int64_t TimelineWidget::endNs() const {
@@ -75,19 +75,19 @@ void TimelineWidget::setView(int64_t from, int64_t to) {
   from = std::clamp<int64_t>(from, 0, end - width);
   v0_ = from;
   v1_ = from + width;
-  update();
+  refresh();
   emit viewChanged(v0_, v1_);
 }
 
 void TimelineWidget::setSelection(std::optional<int64_t> from, std::optional<int64_t> to) {
   if (!from && !to) sel_.reset();
   else sel_ = std::make_pair(from.value_or(0), to.value_or(endNs()));
-  update();
+  refresh();
 }
 
 void TimelineWidget::setLiveAt(std::optional<int64_t> t) {
   liveAt_ = t;
-  update();
+  refresh();
 }
 
 bool TimelineWidget::jumpToPeak(const QString& name) {
@@ -106,7 +106,7 @@ bool TimelineWidget::jumpToPeak(const QString& name) {
 void TimelineWidget::setSeriesVisible(const QString& name, bool visible) {
   if (visible) hidden_.erase(name);
   else hidden_.insert(name);
-  update();
+  refresh();
 }
 
 QRectF TimelineWidget::plotRect() const {
@@ -124,8 +124,36 @@ int64_t TimelineWidget::timeAt(double x) const {
   return v0_ + int64_t(f * double(v1_ - v0_));
 }
 
+void TimelineWidget::refresh() {
+  cacheValid_ = false;
+  update();
+}
+
+void TimelineWidget::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::PaletteChange || e->type() == QEvent::FontChange || e->type() == QEvent::StyleChange)
+    cacheValid_ = false;
+  QWidget::changeEvent(e);
+}
+
+// Drawn into a pixmap kept until what it shows changes (every setter and mouse action calls
+// refresh()): the window's other repaints (a view shown, a status text) cost a blit, not the
+// 3.5-4 ms of a paint (a PyTorch run; branch guievent).
 void TimelineWidget::paintEvent(QPaintEvent*) {
-  QPainter p(this);
+  const qreal dpr = devicePixelRatioF();
+  const QSize pixels = (QSizeF(size()) * dpr).toSize();
+  if (!cacheValid_ || cache_.size() != pixels || cache_.devicePixelRatio() != dpr) {
+    cache_ = QPixmap(pixels);
+    cache_.setDevicePixelRatio(dpr);
+    QPainter p(&cache_);
+    p.setFont(font());
+    p.setPen(palette().color(foregroundRole()));
+    paintPlot(p);
+    cacheValid_ = true;
+  }
+  QPainter(this).drawPixmap(0, 0, cache_);
+}
+
+void TimelineWidget::paintPlot(QPainter& p) {
   p.setRenderHint(QPainter::Antialiasing);
   const QPalette pal = palette();
   p.fillRect(rect(), pal.base());
@@ -139,7 +167,9 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     return;
   }
   const QRectF plot = plotRect();
-  const size_t columns = size_t(std::max(1.0, plot.width())) * 2;
+  // One point per device pixel column: two per column (as before) drew twice the steps and
+  // envelope vertices to the same pixels, half a timeline paint in every repaint.
+  const size_t columns = size_t(std::max(1.0, plot.width() * devicePixelRatioF()));
 
   // Downsample every visible series once; the y axis fits the highest of them.
   struct Drawn {
@@ -160,7 +190,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     };
     if (si < d.levels.size())
       for (const an::Series& level : d.levels[si]) {
-        if (inView(*source) <= columns * 4) break;
+        if (inView(*source) <= columns * 8) break;
         source = &level;
       }
     return an::downsample(*source, v0_, v1_, columns);
@@ -239,25 +269,31 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   for (const Drawn& d : drawn) {
     if (d.curve.points.empty()) continue;
     QColor c = seriesColor(d.name);
-    QPainterPath env, line;
+    QPainterPath env;
     const auto& pts = d.curve.points;
     pointsDrawn_ += pts.size();
     // Between two points the value holds (buckets are written only when something happened).
     std::vector<QPointF> upper, lower;
+    std::vector<QLineF> line;  // the steps, drawn as separate lines (see below)
+    QPointF at;
     for (size_t k = 0; k < pts.size(); ++k) {
       double x0 = xOf(pts[k].t_from_ns), x1 = xOf(std::min(pts[k].t_to_ns, k + 1 < pts.size() ? pts[k + 1].t_from_ns : v1_));
       upper.emplace_back(x0, yOf(double(pts[k].max)));
       upper.emplace_back(x1, yOf(double(pts[k].max)));
       lower.emplace_back(x0, yOf(double(pts[k].min)));
       lower.emplace_back(x1, yOf(double(pts[k].last)));
-      if (k == 0) line.moveTo(x0, yOf(double(pts[k].last)));
-      else line.lineTo(x0, yOf(double(pts[k - 1].last)));  // the value held since the point before
-      line.lineTo(x0, yOf(double(pts[k].last)));
-      line.lineTo(x1, yOf(double(pts[k].last)));
+      // Held inside the plot (give or take a pixel; the clip does the rest): zoomed in, a step's
+      // ends may lie millions of pixels outside.
+      const double y = yOf(double(pts[k].last)), l = plot.left() - 2, r = plot.right() + 2;
+      const double a = std::clamp(x0, l, r), b = std::clamp(x1, l, r);
+      if (k > 0 && QPointF(a, y) != at) line.emplace_back(at, QPointF(a, y));  // the value held since the point before
+      line.emplace_back(QPointF(a, y), QPointF(b, y));
+      at = QPointF(b, y);
     }
     // After the last point the value holds to the run's end (an RSS sampled once, what a
     // process still held when it exited).
-    line.lineTo(xOf(std::max(pts.back().t_from_ns, std::min(v1_, data_->end_ns))), yOf(double(pts.back().last)));
+    const double end = std::clamp(xOf(std::max(pts.back().t_from_ns, std::min(v1_, data_->end_ns))), plot.left() - 2, plot.right() + 2);
+    if (end > at.x()) line.emplace_back(at, QPointF(end, at.y()));
     env.moveTo(upper.front());
     for (const auto& q : upper) env.lineTo(q);
     for (auto it = lower.rbegin(); it != lower.rend(); ++it) env.lineTo(*it);
@@ -265,8 +301,16 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     QColor fill = c;
     fill.setAlpha(60);
     p.fillPath(env, fill);
-    p.setPen(QPen(c, 1.6));
-    p.drawPath(line);
+    // Two pixels wide: the lines with a 1-pixel cosmetic pen, twice, the second a pixel right and
+    // down. A 1.6 px pen went through QStroker (its joins and fill were most of a timeline paint,
+    // 3-4 ms of every repaint after a range); a cosmetic pen of one pixel is drawn directly.
+    QPen pen(c, 1);
+    pen.setCosmetic(true);
+    p.setPen(pen);
+    p.drawLines(line.data(), int(line.size()));
+    p.translate(1, 1);
+    p.drawLines(line.data(), int(line.size()));
+    p.translate(-1, -1);
   }
   // B's series: the value at each point's end as a dashed line of the same colour, no envelope.
   for (const Drawn& d : drawnB) {
@@ -412,7 +456,7 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
   } else if (drag_ == Drag::Select) {
     int64_t t = timeAt(x);
     sel_ = std::make_pair(std::min(t, dragT_), std::max(t, dragT_));
-    update();
+    refresh();
     emit hoverText(tr("selecting %1 to %2 (%3)").arg(timeText(sel_->first), timeText(sel_->second),
                                                       timeText(sel_->second - sel_->first)));
   } else if (plotRect().contains(e->position())) {
@@ -436,7 +480,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
     if (std::abs(e->position().x() - dragX_) < 3) {
       // A click, not a drag: an instant (the trees then show what was live at it), no range.
       sel_.reset();
-      update();
+      refresh();
       if (plotRect().contains(e->position())) emit timeClicked(timeAt(e->position().x()));
       else emit rangeSelected(std::nullopt, std::nullopt);
     } else if (sel_) {
@@ -464,7 +508,7 @@ void TimelineWidget::wheelEvent(QWheelEvent* e) {
 void TimelineWidget::keyPressEvent(QKeyEvent* e) {
   if (e->key() == Qt::Key_Escape && sel_) {
     sel_.reset();
-    update();
+    refresh();
     emit rangeSelected(std::nullopt, std::nullopt);
     return;
   }

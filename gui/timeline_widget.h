@@ -8,6 +8,7 @@
 // so a series of millions of buckets costs one linear pass, never a point per bucket drawn.
 #pragma once
 
+#include <QPixmap>
 #include <QWidget>
 
 #include <memory>
@@ -38,6 +39,8 @@ class TimelineWidget : public QWidget {
   // Centres the view on a series' exact peak, a tenth of the run wide (or as wide as now if less).
   bool jumpToPeak(const QString& series);
   void setSeriesVisible(const QString& series, bool visible);
+  // Draws it afresh: what it shows changed outside its setters (the report's phases arrived).
+  void refresh();
 
   // What the last paint drew, for tests and the status line.
   struct PeakMark {
@@ -67,6 +70,7 @@ class TimelineWidget : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent*) override;
+  void changeEvent(QEvent*) override;
   void mousePressEvent(QMouseEvent*) override;
   void mouseMoveEvent(QMouseEvent*) override;
   void mouseReleaseEvent(QMouseEvent*) override;
@@ -78,6 +82,9 @@ class TimelineWidget : public QWidget {
 
  private:
   int64_t endNs() const;  // the run's end, or the longer run's with B
+  void paintPlot(QPainter& p);
+  QPixmap cache_;  // the last paint, shown again until refresh()
+  bool cacheValid_ = false;
   std::shared_ptr<const RecordingData> data_, compare_;
   std::vector<QString> compareDrawn_;
   int64_t v0_ = 0, v1_ = 1;

@@ -75,13 +75,16 @@ bool sameCost(const TreeCost& a, const TreeCost& b) {
          a.temporary == b.temporary;
 }
 
-// Every node's total is its self plus its children's totals; children are ordered.
+// Every node's total is its self plus its children's totals; children are ordered and know their
+// row under their parent.
 void expectConsistent(const CallTree& t) {
   for (const CallNode& n : t.nodes) {
     TreeCost sum = n.self;
-    for (int32_t k : n.children) {
-      sum += t.nodes[size_t(k)].total;
-      EXPECT_EQ(t.nodes[size_t(k)].parent, &n - t.nodes.data());
+    for (size_t i = 0; i < n.children.size(); ++i) {
+      const CallNode& k = t.nodes[size_t(n.children[i])];
+      sum += k.total;
+      EXPECT_EQ(k.parent, &n - t.nodes.data());
+      EXPECT_EQ(size_t(k.row), i);
     }
     EXPECT_TRUE(sameCost(sum, n.total)) << n.symbol;
     for (size_t i = 1; i < n.children.size(); ++i)
