@@ -50,8 +50,7 @@ class FrameHashes {
   std::pair<uint64_t, uint64_t> of(const Frame* f) {
     auto [it, added] = cache_.try_emplace(f);
     if (added) {
-      std::string part = f->function ? *f->function + "@" + (f->file ? baseName(*f->file) : std::string())
-                                     : "??@" + (f->module ? baseName(*f->module) : std::string());
+      const std::string part = siteKeyPart(*f);
       it->second = {fnv(part, 0xcbf29ce484222325ULL), fnv(part, 0x84222325cbf29ce4ULL)};
     }
     return it->second;
@@ -110,14 +109,16 @@ std::string signedNum(int64_t v) { return (v > 0 ? "+" : "") + std::to_string(v)
 
 }  // namespace
 
+std::string siteKeyPart(const Frame& f) {
+  return f.function ? *f.function + "@" + (f.file ? baseName(*f.file) : std::string())
+                    : "??@" + (f.module ? baseName(*f.module) : std::string());
+}
+
 std::string siteKey(const Stack& stack) {
   std::string key;
   for (const Frame& f : stack) {
     if (!key.empty()) key += ';';
-    if (f.function)
-      key += *f.function + "@" + (f.file ? baseName(*f.file) : std::string());
-    else
-      key += "??@" + (f.module ? baseName(*f.module) : std::string());
+    key += siteKeyPart(f);
   }
   return key;
 }

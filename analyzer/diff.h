@@ -18,6 +18,8 @@ namespace memledger::analyzer {
 // The matching key of a stack: per frame "function@file" (file as its base name), or
 // "??@module" (module base name) for frames without a function, joined by ';'.
 std::string siteKey(const Stack& stack);
+// One frame's part of siteKey(): "function@file" or "??@module".
+std::string siteKeyPart(const Frame& frame);
 
 struct DiffAmounts {
   int64_t leak_count = 0, leak_bytes = 0;

@@ -6,6 +6,7 @@
 
 #include "analyzer/call_tree.h"
 #include "analyzer/control.h"
+#include "analyzer/diff.h"
 #include "analyzer/site_activity.h"
 
 namespace memledger::analyzer {
@@ -34,11 +35,6 @@ size_t SiteCharts::pointAt(int64_t t) const {
 }
 
 namespace {
-
-std::string baseName(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // The groups of one or two recordings (a diff shares them, matched by key).
 struct Groups {
@@ -94,8 +90,7 @@ Replay replay(const Recording& rec, const ChartRequest& req, const Grid& grid, G
       key.clear();
       for (const Frame* f : frames) {  // as analyzer::siteKey() spells a stack
         if (!key.empty()) key += ';';
-        key += f->function ? *f->function + "@" + (f->file ? baseName(*f->file) : std::string())
-                           : "??@" + (f->module ? baseName(*f->module) : std::string());
+        key += siteKeyPart(*f);
       }
       key += std::string("#") + detail::siteKindName(s.kind);
       for (size_t k = 1; k < frames.size() && k < 3; ++k) label += " \u2190 " + treeSymbol(*frames[k]);

@@ -9,11 +9,12 @@
 
 namespace memledger::analyzer {
 
+namespace {
+TreeCost negated(const TreeCost& t) { return {-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary}; }
+}  // namespace
+
 std::vector<SiteCost> negatedCosts(std::vector<SiteCost> costs) {
-  for (SiteCost& c : costs) {
-    TreeCost& t = c.cost;
-    t = TreeCost{-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary};
-  }
+  for (SiteCost& c : costs) c.cost = negated(c.cost);
   return costs;
 }
 
@@ -66,8 +67,7 @@ DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::v
   costs.reserve(costs.size() + a.size());
   for (const SiteCost& c : a) {
     costs.push_back(c);
-    TreeCost& t = costs.back().cost;
-    t = TreeCost{-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary};
+    costs.back().cost = negated(c.cost);
   }
   SiteFrames frames = std::move(framesB);
   frames.insert(frames.end(), std::make_move_iterator(framesA.begin()), std::make_move_iterator(framesA.end()));
