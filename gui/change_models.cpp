@@ -32,19 +32,19 @@ QVariant deltaForeground(int64_t delta) {
   return delta > 0 ? growthColor(QApplication::palette()) : shrinkColor(QApplication::palette());
 }
 
-void LeakChangesModel::setRange(std::shared_ptr<const RangeData> range) {
+void LeakChangesModel::setChanges(std::shared_ptr<const an::ListChanges> changes) {
   beginResetModel();
-  range_ = std::move(range);
+  changes_ = std::move(changes);
   endResetModel();
 }
 
 const an::SiteChange* LeakChangesModel::site(int row) const {
-  if (!range_ || row < 0 || size_t(row) >= range_->leak_changes.sites.size()) return nullptr;
-  return &range_->leak_changes.sites[size_t(row)];
+  if (!changes_ || row < 0 || size_t(row) >= changes_->sites.size()) return nullptr;
+  return &changes_->sites[size_t(row)];
 }
 
 int LeakChangesModel::rowCount(const QModelIndex& p) const {
-  return p.isValid() || !range_ ? 0 : int(range_->leak_changes.sites.size());
+  return p.isValid() || !changes_ ? 0 : int(changes_->sites.size());
 }
 int LeakChangesModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : kColumns; }
 

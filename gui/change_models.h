@@ -23,7 +23,7 @@ class LeakChangesModel : public QAbstractTableModel {
  public:
   using QAbstractTableModel::QAbstractTableModel;
   enum Column { kSite, kStatus, kDeltaBytes, kDeltaCount, kBytesA, kBytesB, kKind, kColumns };
-  void setRange(std::shared_ptr<const RangeData> range);
+  void setChanges(std::shared_ptr<const analyzer::ListChanges> changes);
   const analyzer::SiteChange* site(int row) const;
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -31,7 +31,7 @@ class LeakChangesModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  std::shared_ptr<const RangeData> range_;
+  std::shared_ptr<const analyzer::ListChanges> changes_;
 };
 
 }  // namespace memledger::gui

@@ -89,8 +89,9 @@ struct RangeData {
   }
   analyzer::SizeHistogram sizes;  // allocation sizes made in the range
   // B − A: the range's leaks and sizes of A (`leaks`, `sizes` above) and of B matched by site
-  // (analyzer/list_diff.h), and the two runs' headline numbers; empty otherwise.
-  analyzer::ListChanges leak_changes;
+  // (analyzer/list_diff.h), and the two runs' headline numbers; empty otherwise. The leak changes
+  // are held apart, as the leaks are: the Leaks view keeps them, not the range's trees.
+  std::shared_ptr<const analyzer::ListChanges> leak_changes;
   std::vector<analyzer::SizeBucketChange> size_changes;
   std::vector<analyzer::HeadlineChange> headlines;
   bool ranged() const { return from_ns || to_ns; }

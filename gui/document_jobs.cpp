@@ -165,9 +165,10 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
   if (r->diff()) {  // B's leaks and sizes of the same range, matched with A's per site
     const RecordingData& b = *q.b;
-    const an::Leaks leaksB = (q.from || q.to) ? an::leaks(*b.rec, f, control) : b.report.leaks;
+    std::optional<an::Leaks> rangedB;  // the whole run's are B's report's own, not copied
+    const an::Leaks& leaksB = (q.from || q.to) ? rangedB.emplace(an::leaks(*b.rec, f, control)) : b.report.leaks;
     if (control.cancelled) throw an::Cancelled();
-    r->leak_changes = an::diffLeaks(r->leaks(), leaksB);
+    r->leak_changes = std::make_shared<const an::ListChanges>(an::diffLeaks(r->leaks(), leaksB));
     r->size_changes = an::diffSizes(r->sizes, sizesB);
     r->headlines = an::compareHeadlines(shown.report, shown.series, b.report, b.series);
   }

@@ -166,7 +166,7 @@ void LeaksView::showSite(const QModelIndex& cur) {
 }
 
 void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
-  const bool diff = range && range->diff();
+  const bool diff = range && range->diff() && range->leak_changes;
   QAbstractItemModel* source = diff ? static_cast<QAbstractItemModel*>(changes_) : model_;
   if (proxy_->sourceModel() != source) {
     proxy_->setSourceModel(source);
@@ -177,7 +177,7 @@ void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
   auto n = [](int64_t v) { return QString::fromStdString(an::formatCount(v)); };
   if (diff) {
     // The two totals and how the sites were matched; the lists compared are each side's largest.
-    const an::ListChanges& c = range->leak_changes;
+    const an::ListChanges& c = *range->leak_changes;
     QString text = tr("B \u2212 A: %1 leaked in %2 blocks (A %3 in %4 blocks, B %5 in %6 blocks); sites changed: %7, "
                       "matched by function and file as memledger diff matches them.")
                        .arg(signedBytes(c.bytes_b - c.bytes_a), signedCount(c.count_b - c.count_a), b(c.bytes_a), n(c.count_a),
@@ -188,7 +188,7 @@ void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
                         .arg(n(int64_t(kListedSites)), n(int64_t(c.sites_a)), n(int64_t(c.sites_b)), n(int64_t(c.uncertain)));
     note_->setText(text);
     note_->setVisible(true);
-    changes_->setRange(range);
+    changes_->setChanges(range->leak_changes);
     model_->setLeaks(nullptr);
   } else {
     const an::Leaks* leaks = range ? &range->leaks() : nullptr;
@@ -199,7 +199,7 @@ void LeaksView::setRange(std::shared_ptr<const RangeData> range) {
                          .arg(n(int64_t(leaks->sites.size())), n(int64_t(leaks->site_count)), b(leaks->bytes), n(leaks->count)));
     note_->setVisible(cut);
     model_->setLeaks(range ? range->leaks_list : nullptr);
-    changes_->setRange(nullptr);
+    changes_->setChanges(nullptr);
   }
   table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
   if (proxy_->rowCount() > 0) table_->selectRow(0);

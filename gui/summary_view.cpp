@@ -98,7 +98,8 @@ QString SummaryView::compareHtml(const RangeData& range) {
   h += "</table><p><small>" + QObject::tr("Whole runs; the lists below follow the selection.") + "</small></p>";
   // The largest leak changes (of the selected range when one is).
   h += "<h3><a href='view:leaks'>" + QObject::tr("Largest leak changes") + "</a></h3><table cellspacing=0 cellpadding=2>";
-  const auto& leaks = range.leak_changes.sites;
+  static const an::ListChanges none;
+  const auto& leaks = (range.leak_changes ? *range.leak_changes : none).sites;
   for (size_t i = 0; i < leaks.size() && i < 8; ++i) {
     const an::SiteChange& c = leaks[i];
     h += QString("<tr><td align=right><b><span style='color:%1'>%2</span></b></td><td align=right>&nbsp;%3&nbsp;</td><td>%4 (%5)</td></tr>")
