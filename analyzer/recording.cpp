@@ -90,7 +90,9 @@ struct Recording::Impl {
   std::unordered_map<int64_t, Stack> stacks;
   size_t cachedFrames = 0, maxStackFrames = 0;  // copied into `stacks`, and the limit (0: none)
   std::shared_mutex ipFramesMutex;
-  std::unordered_map<int64_t, std::vector<Frame>> ipFrames;
+  // Shared with every Stack that points into it (analyzer.h), which keeps it past the close.
+  std::shared_ptr<std::unordered_map<int64_t, std::vector<Frame>>> ipFrames =
+      std::make_shared<std::unordered_map<int64_t, std::vector<Frame>>>();
   // ipFrames' entries by ip id (ids are dense from 1), published once read: the trees look up
   // every frame of every site (89M on a PyTorch run), which the lock and the hash made 1.6 s.
   std::once_flag ipSlotsOnce;
@@ -398,15 +400,15 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
     if (const std::vector<Frame>* known = ipSlots[ipId].load(std::memory_order_acquire)) return *known;
   {
     std::shared_lock lock(ipFramesMutex);
-    auto cached = ipFrames.find(ipId);
-    if (cached != ipFrames.end()) return cached->second;
+    auto cached = ipFrames->find(ipId);
+    if (cached != ipFrames->end()) return cached->second;
   }
   std::lock_guard statements(ipStmtMutex);
   {
     // Read meanwhile by the thread that held the statements.
     std::shared_lock lock(ipFramesMutex);
-    auto cached = ipFrames.find(ipId);
-    if (cached != ipFrames.end()) return cached->second;
+    auto cached = ipFrames->find(ipId);
+    if (cached != ipFrames->end()) return cached->second;
   }
   const std::string& path = info.path;
   int rc = SQLITE_OK;
@@ -447,7 +449,7 @@ const std::vector<Frame>& Recording::Impl::framesOfIp(const Recording& rec, uint
     frames.push_back(std::move(f));
   }
   std::unique_lock lock(ipFramesMutex);
-  const std::vector<Frame>& kept = ipFrames.emplace(ipId, std::move(frames)).first->second;
+  const std::vector<Frame>& kept = ipFrames->emplace(ipId, std::move(frames)).first->second;
   if (ipId < ipSlotCount) ipSlots[ipId].store(&kept, std::memory_order_release);
   return kept;
 }
@@ -470,10 +472,7 @@ void Recording::stackFrames(int64_t stack_id, std::vector<const Frame*>* out) co
 Stack Recording::uncachedStack(int64_t stack_id) const {
   std::vector<const Frame*> ptrs;
   stackFrames(stack_id, &ptrs);
-  Stack frames;
-  frames.reserve(ptrs.size());
-  for (const Frame* f : ptrs) frames.push_back(*f);
-  return frames;
+  return Stack(std::move(ptrs), impl_->ipFrames);
 }
 
 const Stack& Recording::stack(int64_t stack_id) const {
@@ -489,6 +488,12 @@ const Stack& Recording::stack(int64_t stack_id) const {
                       " stack frames (about 2 KB each until written): lower --top, or export every site with "
                       "`memledger export --format folded` or `--format pprof`");
   return impl_->stacks.emplace(stack_id, std::move(frames)).first->second;
+}
+
+void Stack::push_back(Frame frame) {
+  if (!own_) own_ = std::make_shared<std::deque<Frame>>();
+  own_->push_back(std::move(frame));
+  frames_.push_back(&own_->back());
 }
 
 void Recording::limitStackFrames(size_t max_frames) { impl_->maxStackFrames = max_frames; }

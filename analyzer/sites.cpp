@@ -94,7 +94,9 @@ std::vector<std::string> distinctSiteTexts(const std::vector<const Stack*>& stac
   for (const Stack* s : stacks) {
     base.push_back(siteText(*s));
     const Frame* f = siteFrame(*s);
-    depth.push_back(f ? static_cast<size_t>(f - s->data()) : 0);
+    size_t d = 0;
+    while (f && d < s->size() && &(*s)[d] != f) ++d;
+    depth.push_back(f && d < s->size() ? d : 0);
   }
   out = base;
   auto textAt = [&](size_t i, size_t d) { return d < stacks[i]->size() ? frameText((*stacks[i])[d]) : std::string(); };
