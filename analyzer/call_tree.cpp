@@ -196,11 +196,10 @@ std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric
   while (!todo.empty()) {
     auto [node, path] = std::move(todo.back());
     todo.pop_back();
-    const CallNode& n = tree.nodes[size_t(node)];
-    int64_t self = costOf(n.self, metric);
+    int64_t self = costOf(tree.self(node), metric);
     if (node != 0 && self > 0) out.push_back(path + " " + std::to_string(self));
-    for (int32_t child : n.children)
-      todo.emplace_back(child, path.empty() ? tree.nodes[size_t(child)].symbol : path + ";" + tree.nodes[size_t(child)].symbol);
+    for (int32_t child : tree.children(node))
+      todo.emplace_back(child, path.empty() ? tree.symbol(child) : path + ";" + tree.symbol(child));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -44,16 +44,16 @@ const char* treeMetricName(TreeMetric metric);  // peak | leaked | allocated | c
 std::optional<TreeMetric> parseTreeMetric(const std::string& name);
 
 // A node holds no strings or lists of its own (a big interpreter run's trees have millions of
-// nodes, remade for every time range): its symbol is one of the tree's interned names and its
-// children a slice of one array, both kept alive by CallTree::storage.
+// nodes, remade for every time range: 64 bytes a node): its symbol is an index into the tree's
+// names, its children a slice of the tree's one array (node k's run from its first_child to the
+// next node's), its self amounts are its total less its children's (CallTree::self).
 struct CallNode {
-  const std::string& symbol;     // function, or "?? (module)" / "??"
+  TreeCost total;                // its sites' amounts: those ending here and every child's
   const Frame* frame = nullptr;  // the first frame seen for it (file/line/module), owned by the recording
-  TreeCost self;                 // sites whose stack ends here (top-down) / starts here (bottom-up)
-  TreeCost total;                // self plus every child
+  int32_t symbol = -1;           // CallTree::symbol(); -1: the root
   int32_t parent = -1;
-  int32_t row = 0;  // its place among its parent's children (a model's parent() in O(1))
-  std::span<const int32_t> children;  // total.allocated descending, then symbol
+  int32_t row = 0;          // its place among its parent's children (a model's parent() in O(1))
+  int32_t first_child = 0;  // into CallTree::child_ids
 };
 
 enum class TreeDirection { TopDown, BottomUp };
@@ -63,26 +63,22 @@ enum class TreeDirection { TopDown, BottomUp };
 struct CallTree {
   TreeDirection direction = TreeDirection::TopDown;
   std::vector<CallNode> nodes;
+  // Every node's children in node order, each node's total.allocated descending, then symbol.
+  std::vector<int32_t> child_ids;
   std::optional<int64_t> t_from_ns, t_to_ns;  // the range its allocated/leaked amounts cover
   std::optional<std::string> space;           // the one space its sites are of; nullopt: every space
-  std::shared_ptr<const void> storage;        // what the nodes' names and children point into
+  const std::vector<std::string>* names = nullptr;  // symbol id -> name, kept alive by storage
+  std::shared_ptr<const void> storage;              // what `names` and the frames belong to
 
-  CallTree() = default;
-  CallTree(const CallTree&) = default;
-  CallTree(CallTree&&) noexcept = default;
-  // Nodes hold references: a tree is assigned by swapping in a copy, never node by node.
-  CallTree& operator=(CallTree other) noexcept {
-    swap(other);
-    return *this;
+  // function, or "?? (module)" / "??"; the root's is "all sites".
+  const std::string& symbol(const CallNode& node) const;
+  const std::string& symbol(int32_t node) const { return symbol(nodes[size_t(node)]); }
+  std::span<const int32_t> children(int32_t node) const {
+    const size_t end = size_t(node) + 1 < nodes.size() ? size_t(nodes[size_t(node) + 1].first_child) : child_ids.size();
+    return {child_ids.data() + nodes[size_t(node)].first_child, end - size_t(nodes[size_t(node)].first_child)};
   }
-  void swap(CallTree& other) noexcept {
-    std::swap(direction, other.direction);
-    nodes.swap(other.nodes);
-    std::swap(t_from_ns, other.t_from_ns);
-    std::swap(t_to_ns, other.t_to_ns);
-    std::swap(space, other.space);
-    std::swap(storage, other.storage);
-  }
+  // The sites whose stack ends here (top-down) / starts here (bottom-up): total less children.
+  TreeCost self(int32_t node) const;
 };
 
 // One site's amounts, with its stack id (frames via Recording::stackFrames).

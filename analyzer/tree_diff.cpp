@@ -39,7 +39,7 @@ std::vector<TreeCost> changeMagnitudes(const CallTree& tree) {
   std::vector<TreeCost> out(tree.nodes.size());
   // A node is always made after its parent: children have the larger ids.
   for (size_t n = tree.nodes.size(); n-- > 0;) {
-    out[n] += absolute(tree.nodes[n].self);
+    out[n] += absolute(tree.self(int32_t(n)));
     if (tree.nodes[n].parent >= 0) out[size_t(tree.nodes[n].parent)] += out[n];
   }
   return out;
@@ -94,11 +94,10 @@ std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metri
   while (!todo.empty()) {
     auto [node, path] = std::move(todo.back());
     todo.pop_back();
-    const CallNode& n = tree.nodes[size_t(node)];
-    int64_t self = costOf(n.self, metric);
+    int64_t self = costOf(tree.self(node), metric);
     if (node != 0 && self != 0) out.push_back(path + " " + std::to_string(self));
-    for (int32_t child : n.children)
-      todo.emplace_back(child, path.empty() ? tree.nodes[size_t(child)].symbol : path + ";" + tree.nodes[size_t(child)].symbol);
+    for (int32_t child : tree.children(node))
+      todo.emplace_back(child, path.empty() ? tree.symbol(child) : path + ";" + tree.symbol(child));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -16,6 +16,26 @@ namespace memledger::analyzer {
 namespace {
 
 const std::string kRootName = "all sites";
+}  // namespace
+
+const std::string& CallTree::symbol(const CallNode& node) const {
+  return node.symbol < 0 || !names ? kRootName : (*names)[size_t(node.symbol)];
+}
+
+TreeCost CallTree::self(int32_t node) const {
+  TreeCost c = nodes[size_t(node)].total;
+  for (int32_t k : children(node)) {
+    const TreeCost& t = nodes[size_t(k)].total;
+    c.peak -= t.peak;
+    c.leaked -= t.leaked;
+    c.allocated -= t.allocated;
+    c.count -= t.count;
+    c.temporary -= t.temporary;
+  }
+  return c;
+}
+
+namespace {
 constexpr uint64_t kUnknownKind = 255;
 
 uint64_t kindCode(const std::string& name) {
@@ -66,12 +86,6 @@ class FlatMap {
 };
 
 bool isZero(const TreeCost& c) { return !c.peak && !c.leaked && !c.allocated && !c.count && !c.temporary; }
-
-// What a tree's nodes point into besides the index: their children, one slice per node.
-struct TreeStorage {
-  std::shared_ptr<const TreeIndex> index;
-  std::vector<int32_t> children;
-};
 
 }  // namespace
 
@@ -478,44 +492,44 @@ CallTree TreeIndex::emitTree(const Shape& shape, const std::vector<TreeCost>& co
   for (size_t i = 1; i < n; ++i)
     if (id[i] >= 0) ++first[size_t(id[size_t(shape.parent[i])]) + 1];
   for (size_t i = 0; i < size_t(count); ++i) first[i + 1] += first[i];
-  auto storage = std::make_shared<TreeStorage>();
-  storage->index = shared_from_this();
-  storage->children.resize(size_t(count > 0 ? count - 1 : 0));
-  {
-    std::vector<int32_t> fill(first.begin(), first.end() - 1);
-    for (size_t i = 1; i < n; ++i)
-      if (id[i] >= 0) storage->children[size_t(fill[size_t(id[size_t(shape.parent[i])])]++)] = id[i];
-  }
   CallTree out;
   out.direction = direction;
   out.space = space;
+  out.names = &names_;
+  out.storage = shared_from_this();
+  out.child_ids.resize(size_t(count > 0 ? count - 1 : 0));
+  {
+    std::vector<int32_t> fill(first.begin(), first.end() - 1);
+    for (size_t i = 1; i < n; ++i)
+      if (id[i] >= 0) out.child_ids[size_t(fill[size_t(id[size_t(shape.parent[i])])]++)] = id[i];
+  }
   out.nodes.reserve(size_t(count));
   for (size_t i = 0; i < n; ++i) {
     if (id[i] < 0) continue;
     if ((out.nodes.size() & 65535) == 0) detail::throwIfCancelled();
-    const int32_t parent = i == 0 ? -1 : id[size_t(shape.parent[i])];
-    const int32_t k = id[i];
-    std::span<const int32_t> kids(storage->children.data() + first[size_t(k)], size_t(first[size_t(k) + 1] - first[size_t(k)]));
-    out.nodes.push_back(CallNode{i == 0 ? kRootName : names_[size_t(shape.symbol[i])], shape.frame[i], {}, {},
-                                 parent, 0, kids});
+    CallNode node;
+    node.frame = shape.frame[i];
+    node.symbol = i == 0 ? -1 : shape.symbol[i];
+    node.parent = i == 0 ? -1 : id[size_t(shape.parent[i])];
+    node.first_child = first[size_t(id[i])];
+    out.nodes.push_back(node);
   }
   for (size_t i = 0; i < costs.size(); ++i)
-    if (counted(i)) out.nodes[size_t(id[size_t(shape.site_end[i])])].self += costs[i];
-  for (CallNode& node : out.nodes) node.total = node.self;
+    if (counted(i)) out.nodes[size_t(id[size_t(shape.site_end[i])])].total += costs[i];
   for (size_t k = out.nodes.size(); k-- > 1;) out.nodes[size_t(out.nodes[k].parent)].total += out.nodes[k].total;
   for (size_t k = 0; k < size_t(count); ++k) {
-    auto b = storage->children.begin() + first[k], e = storage->children.begin() + first[k + 1];
+    auto b = out.child_ids.begin() + first[k], e = out.child_ids.begin() + first[k + 1];
     if (e - b < 2) continue;
     std::sort(b, e, [&](int32_t x, int32_t y) {
       const CallNode &p = out.nodes[size_t(x)], &q = out.nodes[size_t(y)];
-      return p.total.allocated != q.total.allocated ? p.total.allocated > q.total.allocated : p.symbol < q.symbol;
+      return p.total.allocated != q.total.allocated ? p.total.allocated > q.total.allocated
+                                                    : names_[size_t(p.symbol)] < names_[size_t(q.symbol)];
     });
   }
   // Each node's row under its parent, here on the worker: the GUI thread took 4-8 ms for it
   // (727,826 bottom-up nodes of a PyTorch run) when a tree view was shown.
   for (size_t k = 0; k < size_t(count); ++k)
-    for (int32_t j = first[k]; j < first[k + 1]; ++j) out.nodes[size_t(storage->children[size_t(j)])].row = j - first[k];
-  out.storage = std::move(storage);
+    for (int32_t j = first[k]; j < first[k + 1]; ++j) out.nodes[size_t(out.child_ids[size_t(j)])].row = j - first[k];
   return out;
 }
 
@@ -532,7 +546,7 @@ std::vector<SymbolCost> TreeIndex::symbols(const CallTree& down, const std::vect
     const CallNode& node = down.nodes[size_t(id[i])];
     Row& r = rows[size_t(down_.symbol[i])];
     r.seen = true;
-    r.self += node.self;
+    r.self += down.self(id[i]);
     if (first_symbol_[i] >= 0) r.inclusive += node.total;
     if (const int32_t e = first_edge_[i]; e >= 0) {
       edge[size_t(e)] += node.total;

@@ -88,9 +88,9 @@ const an::CallTree* CallTreeModel::tree() const {
 QModelIndex CallTreeModel::index(int row, int column, const QModelIndex& parent) const {
   const an::CallTree* t = tree();
   if (!t || t->nodes.empty() || column < 0 || column >= kColumnCount || row < 0) return {};
-  const an::CallNode& p = t->nodes[size_t(nodeOf(parent))];
-  if (size_t(row) >= p.children.size()) return {};
-  return createIndex(row, column, quintptr(p.children[size_t(row)]));
+  const std::span<const int32_t> kids = t->children(nodeOf(parent));
+  if (size_t(row) >= kids.size()) return {};
+  return createIndex(row, column, quintptr(kids[size_t(row)]));
 }
 
 QModelIndex CallTreeModel::parent(const QModelIndex& child) const {
@@ -104,7 +104,7 @@ QModelIndex CallTreeModel::parent(const QModelIndex& child) const {
 int CallTreeModel::rowCount(const QModelIndex& parent) const {
   const an::CallTree* t = tree();
   if (!t || t->nodes.empty() || (parent.isValid() && parent.column() != 0)) return 0;
-  return int(t->nodes[size_t(nodeOf(parent))].children.size());
+  return int(t->children(nodeOf(parent)).size());
 }
 
 int CallTreeModel::columnCount(const QModelIndex&) const { return kColumnCount; }
@@ -116,8 +116,8 @@ QVariant CallTreeModel::data(const QModelIndex& index, int role) const {
   if (role == kFrameRole) return QVariant::fromValue<quintptr>(quintptr(n.frame));
   switch (index.column()) {
     case kSymbolColumn:
-      if (role == Qt::DisplayRole || role == Qt::UserRole) return QString::fromStdString(n.symbol);
-      if (role == Qt::ToolTipRole) return QString::fromStdString(n.symbol) + "\n" + locationText(n.frame);
+      if (role == Qt::DisplayRole || role == Qt::UserRole) return QString::fromStdString(t->symbol(n));
+      if (role == Qt::ToolTipRole) return QString::fromStdString(t->symbol(n)) + "\n" + locationText(n.frame);
       return {};
     case kLocationColumn:
       if (role == Qt::DisplayRole || role == Qt::UserRole) return locationText(n.frame);
@@ -138,7 +138,7 @@ QString CallTreeModel::stackText(const QModelIndex& index) const {
   for (int32_t n = nodeOf(index); n > 0; n = t->nodes[size_t(n)].parent) {
     const an::CallNode& node = t->nodes[size_t(n)];
     QString loc = locationText(node.frame);
-    lines.prepend(QString::fromStdString(node.symbol) + (loc.isEmpty() ? QString() : "  " + loc));
+    lines.prepend(QString::fromStdString(t->symbol(node)) + (loc.isEmpty() ? QString() : "  " + loc));
   }
   return lines.join('\n');
 }

@@ -90,7 +90,7 @@ void FlameGraphCanvas::layoutBoxes() {
   const double rowHeight = std::max(kMinRowHeight, double(fontMetrics().height()) + 4);
   auto yOf = [&](int depth) { return icicle_ ? depth * rowHeight : height() - (depth + 1) * rowHeight; };
   auto matches = [&](int32_t n) {
-    return !search_.isEmpty() && QString::fromStdString(t->nodes[size_t(n)].symbol).contains(search_, Qt::CaseInsensitive);
+    return !search_.isEmpty() && QString::fromStdString(t->symbol(n)).contains(search_, Qt::CaseInsensitive);
   };
   // The zoomed frame's ancestors, full width.
   std::vector<int32_t> chain;
@@ -116,7 +116,8 @@ void FlameGraphCanvas::layoutBoxes() {
     if (m && !it.underMatch) matchedCost_ += cost(it.node);
     boxes_.push_back({it.node, QRectF(it.x, yOf(it.depth), it.width, rowHeight - 1), m});
     rows = std::max(rows, it.depth + 1);
-    kids.assign(t->nodes[size_t(it.node)].children.begin(), t->nodes[size_t(it.node)].children.end());
+    const std::span<const int32_t> children = t->children(it.node);
+    kids.assign(children.begin(), children.end());
     std::sort(kids.begin(), kids.end(), [&](int32_t a, int32_t b) { return cost(a) > cost(b); });
     double x = it.x;
     const int64_t parentCost = std::max<int64_t>(1, cost(it.node));
@@ -144,7 +145,7 @@ QString FlameGraphCanvas::tooltipFor(int32_t node) const {
     };
     return QString("<b>%1</b><br>%2B \u2212 A %3: %4 (changes below: %5)<br>peak %6 &middot; leaked %7 &middot; "
                    "allocated %8 in %9 allocations &middot; temporary %10")
-        .arg(QString::fromStdString(n.symbol).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
+        .arg(QString::fromStdString(t->symbol(n)).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
              an::treeMetricName(metric_), text(n.total, metric_),
              amountText(an::costOf((*c)[size_t(node)], metric_), !counts, false))
         .arg(text(n.total, an::TreeMetric::Peak), text(n.total, an::TreeMetric::Leaked),
@@ -155,7 +156,7 @@ QString FlameGraphCanvas::tooltipFor(int32_t node) const {
   const int64_t v = an::costOf(n.total, metric_);
   return QString("<b>%1</b><br>%2%3: %4 (%5 B, %6% of all)<br>peak %7 &middot; leaked %8 &middot; allocated %9 in %10 "
                  "allocations &middot; temporary %11")
-      .arg(QString::fromStdString(n.symbol).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
+      .arg(QString::fromStdString(t->symbol(n)).toHtmlEscaped(), loc.isEmpty() ? QString() : loc.toHtmlEscaped() + "<br>",
            an::treeMetricName(metric_), amountText(v, metric_))
       .arg(QString::fromStdString(an::formatCount(v)))
       .arg(100.0 * double(v) / double(root), 0, 'f', 2)
@@ -172,7 +173,8 @@ void FlameGraphCanvas::paintEvent(QPaintEvent*) {
   if (!t || boxes_.empty()) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(rect(), Qt::AlignCenter,
-               range_ ? tr("Nothing to show for %1").arg(an::treeMetricName(metric_)) : tr("Building call trees..."));
+               range_ && t && !t->nodes.empty() ? tr("Nothing to show for %1").arg(an::treeMetricName(metric_))
+                                                : tr("Building call trees..."));  // no nodes: let go (Document)
     return;
   }
   const bool searching = !search_.isEmpty();
@@ -189,15 +191,15 @@ void FlameGraphCanvas::paintEvent(QPaintEvent*) {
     } else if (b.node == 0) c = QColor(0xa0, 0xa0, 0xa8);
     else {
       // Warm colours, stable per symbol; frames without a symbol grey.
-      uint h = qHash(QString::fromStdString(n.symbol));
-      c = n.symbol.rfind("??", 0) == 0 ? QColor(0xb0, 0xb0, 0xb0) : QColor::fromHsv(int(10 + h % 45), 120 + int(h % 90), 235);
+      uint h = qHash(QString::fromStdString(t->symbol(n)));
+      c = t->symbol(n).rfind("??", 0) == 0 ? QColor(0xb0, 0xb0, 0xb0) : QColor::fromHsv(int(10 + h % 45), 120 + int(h % 90), 235);
     }
     if (searching) c = b.match ? QColor(0xd0, 0x40, 0xd0) : c.lighter(130).toHsv();
     if (searching && !b.match) c.setHsv(c.hue(), c.saturation() / 3, c.value());
     p.fillRect(b.rect, c);
     if (b.rect.width() > 28) {
       p.setPen(Qt::black);
-      QString label = b.node == 0 ? (changed ? tr("all changes") : tr("all sites")) : QString::fromStdString(n.symbol);
+      QString label = b.node == 0 ? (changed ? tr("all changes") : tr("all sites")) : QString::fromStdString(t->symbol(n));
       if (changed) {
         const bool bytes = metric_ != an::TreeMetric::Count && metric_ != an::TreeMetric::Temporary;
         label += "  " + amountText(an::costOf(n.total, metric_), bytes, true);

@@ -290,7 +290,7 @@ class GuiChartsTest : public QObject {
     QVERIFY(canvas->changes());
     double holdWidth = 0, leakWidth = 0;
     for (const auto& b : canvas->boxes()) {
-      const std::string& sym = canvas->tree()->nodes[size_t(b.node)].symbol;
+      const std::string& sym = canvas->tree()->symbol(b.node);
       if (sym == "ci_hold_peak") holdWidth = b.rect.width();
       if (sym == "ci_leak_block") leakWidth = b.rect.width();
     }

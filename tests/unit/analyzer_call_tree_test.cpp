@@ -31,13 +31,12 @@ TEST(AnalyzerCallTree, TopDownBottomUpAndRanges) {
   EXPECT_EQ(down.nodes[0].total.allocated, totals(rec).allocated_bytes);
   CallTree up = buildCallTree(rec, all, TreeDirection::BottomUp);
   // Bottom-up: ramp at the top, called by phase, called by main.
-  const CallNode& root = up.nodes[0];
-  ASSERT_FALSE(root.children.empty());
-  const CallNode& ramp = up.nodes[size_t(root.children[0])];
-  EXPECT_EQ(ramp.symbol, "ramp");
-  EXPECT_EQ(ramp.total.allocated, 471859200);
-  ASSERT_FALSE(ramp.children.empty());
-  EXPECT_EQ(up.nodes[size_t(ramp.children[0])].symbol, "phase");
+  ASSERT_FALSE(up.children(0).empty());
+  const int32_t ramp = up.children(0)[0];
+  EXPECT_EQ(up.symbol(ramp), "ramp");
+  EXPECT_EQ(up.nodes[size_t(ramp)].total.allocated, 471859200);
+  ASSERT_FALSE(up.children(ramp).empty());
+  EXPECT_EQ(up.symbol(up.children(ramp)[0]), "phase");
 
   // Phase 2 alone: its 300 blocks, nothing of phases 1 and 3.
   std::vector<Phase> ph = phases(rec);

@@ -278,9 +278,9 @@ TEST(AnalyzerTreeDiff, LeakAgainstPeak) {
   // Bottom-up: the allocating functions at the top, each with its own change.
   DiffTree up = diffTree(ca, fa, cb, fb, TreeDirection::BottomUp, std::string("heap"));
   int64_t leak = 0, hold = 0;
-  for (int32_t c : up.tree.nodes[0].children) {
-    if (up.tree.nodes[size_t(c)].symbol == "ci_leak_block") leak = up.tree.nodes[size_t(c)].total.leaked;
-    if (up.tree.nodes[size_t(c)].symbol == "ci_hold_peak") hold = up.tree.nodes[size_t(c)].total.peak;
+  for (int32_t c : up.tree.children(0)) {
+    if (up.tree.symbol(c) == "ci_leak_block") leak = up.tree.nodes[size_t(c)].total.leaked;
+    if (up.tree.symbol(c) == "ci_hold_peak") hold = up.tree.nodes[size_t(c)].total.peak;
   }
   EXPECT_EQ(leak, -10000);
   EXPECT_EQ(hold, 4000000);

@@ -75,21 +75,27 @@ bool sameCost(const TreeCost& a, const TreeCost& b) {
          a.temporary == b.temporary;
 }
 
-// Every node's total is its self plus its children's totals; children are ordered and know their
-// row under their parent.
+// Every node's total covers its children's (its self, the rest, is never negative in a tree of
+// one recording); each node but the root is the child of exactly one node, in its parent's slice
+// at its row; children are ordered.
 void expectConsistent(const CallTree& t) {
-  for (const CallNode& n : t.nodes) {
-    TreeCost sum = n.self;
-    for (size_t i = 0; i < n.children.size(); ++i) {
-      const CallNode& k = t.nodes[size_t(n.children[i])];
-      sum += k.total;
-      EXPECT_EQ(k.parent, &n - t.nodes.data());
-      EXPECT_EQ(size_t(k.row), i);
+  std::vector<int> seen(t.nodes.size(), 0);
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    const std::span<const int32_t> kids = t.children(int32_t(k));
+    for (size_t i = 0; i < kids.size(); ++i) {
+      const CallNode& child = t.nodes[size_t(kids[i])];
+      ++seen[size_t(kids[i])];
+      EXPECT_EQ(child.parent, int32_t(k));
+      EXPECT_EQ(size_t(child.row), i);
     }
-    EXPECT_TRUE(sameCost(sum, n.total)) << n.symbol;
-    for (size_t i = 1; i < n.children.size(); ++i)
-      EXPECT_GE(t.nodes[size_t(n.children[i - 1])].total.allocated, t.nodes[size_t(n.children[i])].total.allocated);
+    const TreeCost self = t.self(int32_t(k));
+    EXPECT_TRUE(self.peak >= 0 && self.leaked >= 0 && self.allocated >= 0 && self.count >= 0 && self.temporary >= 0)
+        << t.symbol(int32_t(k));
+    for (size_t i = 1; i < kids.size(); ++i)
+      EXPECT_GE(t.nodes[size_t(kids[i - 1])].total.allocated, t.nodes[size_t(kids[i])].total.allocated);
   }
+  for (size_t k = 0; k < t.nodes.size(); ++k) EXPECT_EQ(seen[k], k == 0 ? 0 : 1) << k;
+  EXPECT_EQ(t.child_ids.size(), t.nodes.empty() ? 0 : t.nodes.size() - 1);
 }
 
 // Everything a range gives, re-costed on `index`, against a build from scratch and the plain folds.
@@ -317,7 +323,7 @@ TEST(AnalyzerTreeIndex, DeepPythonPathsEqualTreesFromScratch) {
   CallTree down = index->tree(index->costs(rec, std::nullopt, std::nullopt), TreeDirection::TopDown, "heap");
   size_t leaves = 0, deepest = 0;
   for (const CallNode& n : down.nodes) {
-    if (n.symbol != "leaf") continue;
+    if (down.symbol(n) != "leaf") continue;
     ++leaves;
     size_t depth = 0;
     for (int32_t p = n.parent; p > 0; p = down.nodes[size_t(p)].parent) ++depth;
