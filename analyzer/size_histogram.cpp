@@ -44,36 +44,52 @@ struct SiteSizes {
   int64_t count, bytes, min_size, max_size;
 };
 
-// The histogram of `sites`: a site whose smallest and largest sizes share a bucket goes there
-// exactly, the others are split by their allocation rows in [from, to] when every block has
-// one, else put at their mean size.
-SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& sites, const Filter& rowFilter,
+// The histogram of the sites `each` gives (each(f) calls f(const SiteSizes&) per site): a site
+// whose smallest and largest sizes share a bucket goes there exactly, the others are split by
+// their allocation rows in [from, to] when every block has one, else put at their mean size.
+// Each bucket keeps its sums and only its `top_sites` largest sites as it goes (a PyTorch range
+// has 500,000 sites: a list of them all, and one per bucket, were 40 MB at a range's peak).
+template <class Each>
+SizeHistogram histogramOf(const Recording& rec, const Each& each, const Filter& rowFilter,
                           std::optional<int64_t> from, std::optional<int64_t> to, size_t top_sites) {
-  // bucket index -> its sites. A site not split lands in one bucket once: a plain list; a split
-  // site's rows add up per (bucket, site) in a map (a PyTorch run has 500,000 sites: a map of
-  // them all was most of a range's histogram).
-  // Entries point at their site's key; only each bucket's top sites become SizeBucketSites.
   struct Entry {
-    const SiteKey* key;
+    SiteKey key;
     int64_t count, bytes;
     bool exact;
   };
-  std::map<int, std::vector<Entry>> byBucket;
-  std::map<int, std::map<SiteKey, Entry>> splitByBucket;
-  auto add = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
-    byBucket[bucket].push_back({&key, count, bytes, exact});
+  // Largest first: count, bytes, then the key (a total order, so the cut does not depend on the
+  // order the sites come in).
+  auto order = [](const Entry& x, const Entry& y) {
+    return std::tie(y.count, y.bytes, x.key.stack_id, x.key.image_id, x.key.kind) <
+           std::tie(x.count, x.bytes, y.key.stack_id, y.key.image_id, y.key.kind);
   };
-  auto addSplit = [&](int bucket, const SiteKey& key, int64_t count, int64_t bytes) {
-    auto [it, isNew] = splitByBucket[bucket].try_emplace(key, Entry{nullptr, 0, 0, true});
-    if (isNew) it->second.key = &it->first;
-    it->second.count += count;
-    it->second.bytes += bytes;
+  struct Bucket {
+    int64_t count = 0, bytes = 0;
+    size_t site_count = 0;
+    std::vector<Entry> top;  // a heap of at most top_sites, its last-ranked first
+  };
+  std::map<int, Bucket> byBucket;
+  auto add = [&](int index, const SiteKey& key, int64_t count, int64_t bytes, bool exact) {
+    Bucket& b = byBucket[index];
+    b.count += count;
+    b.bytes += bytes;
+    ++b.site_count;
+    if (top_sites == 0) return;
+    Entry e{key, count, bytes, exact};
+    if (b.top.size() < top_sites) {
+      b.top.push_back(e);
+      std::push_heap(b.top.begin(), b.top.end(), order);
+    } else if (order(e, b.top.front())) {
+      std::pop_heap(b.top.begin(), b.top.end(), order);
+      b.top.back() = e;
+      std::push_heap(b.top.begin(), b.top.end(), order);
+    }
   };
   const bool allRows = rec.info().allocation_rows == "all";
   std::set<SiteKey> split;  // sites to split from their allocation rows
   SizeHistogram out;
-  for (const SiteSizes& s : sites) {
-    if (s.count <= 0) continue;
+  each([&](const SiteSizes& s) {
+    if (s.count <= 0) return;
     int lo = sizeBucketIndex(uint64_t(s.min_size)), hi = sizeBucketIndex(uint64_t(s.max_size));
     if (lo == hi) {
       add(lo, s.key, s.count, s.bytes, true);
@@ -83,8 +99,10 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
       add(sizeBucketIndex(uint64_t(s.bytes / s.count)), s.key, s.count, s.bytes, false);
       out.estimated_count += s.count;
     }
-  }
+  });
   if (!split.empty()) {
+    // A split site's rows add up per (bucket, site) first: it is one site in each of its buckets.
+    std::map<int, std::map<SiteKey, std::pair<int64_t, int64_t>>> splitByBucket;
     std::string sql = "SELECT image_id, stack_id, kind, size, count(*), sum(size) FROM allocations WHERE t_alloc >= ? AND t_alloc <= ?" +
                       detail::imageCondition(rec, rowFilter, "image_id") + (rowFilter.kind ? " AND kind = ?" : "") +
                       " GROUP BY image_id, stack_id, kind, size";
@@ -95,34 +113,30 @@ SizeHistogram histogramOf(const Recording& rec, const std::vector<SiteSizes>& si
     while (q.step()) {
       const std::string kind = q.text(2);
       auto it = split.find(SiteKey{q.i64(0), q.i64(1), kind});
-      if (it != split.end()) addSplit(sizeBucketIndex(uint64_t(q.i64(3))), *it, q.i64(4), q.i64(5));
+      if (it == split.end()) continue;
+      auto& sum = splitByBucket[sizeBucketIndex(uint64_t(q.i64(3)))][*it];
+      sum.first += q.i64(4);
+      sum.second += q.i64(5);
     }
+    for (auto& [index, sites] : splitByBucket)
+      for (auto& [key, sum] : sites) add(index, key, sum.first, sum.second, true);
   }
-  for (auto& [index, sites] : splitByBucket)
-    for (auto& [key, s] : sites) byBucket[index].push_back(s);
-  for (auto& [index, bucketSites] : byBucket) {
+  for (auto& [index, bucket] : byBucket) {
     SizeBucket b;
     b.from = index == 0 ? 0 : uint64_t(1) << index;
     b.to = (uint64_t(1) << (index + 1)) - 1;
-    for (const Entry& s : bucketSites) {
-      b.count += s.count;
-      b.bytes += s.bytes;
-    }
-    b.site_count = bucketSites.size();
-    auto order = [](const Entry& x, const Entry& y) {
-      return std::tie(y.count, y.bytes, x.key->stack_id, x.key->image_id, x.key->kind) <
-             std::tie(x.count, x.bytes, y.key->stack_id, y.key->image_id, y.key->kind);
-    };
-    const size_t keep = std::min(top_sites, bucketSites.size());
-    std::partial_sort(bucketSites.begin(), bucketSites.begin() + std::ptrdiff_t(keep), bucketSites.end(), order);
-    for (size_t k = 0; k < keep; ++k) {
+    b.count = bucket.count;
+    b.bytes = bucket.bytes;
+    b.site_count = bucket.site_count;
+    std::sort_heap(bucket.top.begin(), bucket.top.end(), order);
+    for (const Entry& e : bucket.top) {
       SizeBucketSite& site = b.sites.emplace_back();
-      site.stack_id = bucketSites[k].key->stack_id;
-      site.image_id = bucketSites[k].key->image_id;
-      site.kind = bucketSites[k].key->kind;
-      site.count = bucketSites[k].count;
-      site.bytes = bucketSites[k].bytes;
-      site.exact = bucketSites[k].exact;
+      site.stack_id = e.key.stack_id;
+      site.image_id = e.key.image_id;
+      site.kind = e.key.kind;
+      site.count = e.count;
+      site.bytes = e.bytes;
+      site.exact = e.exact;
     }
     for (auto& s : b.sites) s.stack = rec.stack(s.stack_id);
     out.count += b.count;
@@ -158,41 +172,44 @@ SizeHistogram sizeHistogram(const Recording& rec, const Filter& filter, size_t t
     }
     sites.push_back({std::move(key), count, bytes, s.min_size, s.max_size});
   }
-  return histogramOf(rec, sites, filter, filter.t_from_ns, filter.t_to_ns, top_sites);
+  auto each = [&](auto&& f) {
+    for (const SiteSizes& s : sites) f(s);
+  };
+  return histogramOf(rec, each, filter, filter.t_from_ns, filter.t_to_ns, top_sites);
 }
 
 SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, std::optional<int64_t> t_from_ns,
                             std::optional<int64_t> t_to_ns, size_t top_sites) {
-  std::vector<SiteSizes> list;
-  list.reserve(sites.size());
-  for (const SiteCost& c : sites)
-    if (c.cost.count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, c.cost.count, c.cost.allocated, c.min_size, c.max_size});
-  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+  auto each = [&](auto&& f) {
+    for (const SiteCost& c : sites)
+      if (c.cost.count > 0) f(SiteSizes{{c.image_id, c.stack_id, c.kind}, c.cost.count, c.cost.allocated, c.min_size, c.max_size});
+  };
+  return histogramOf(rec, each, {}, t_from_ns, t_to_ns, top_sites);
 }
 
 SizeHistogram sizeHistogram(const Recording& rec, const std::vector<SiteCost>& sites, const std::vector<TreeCost>& costs,
                             std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
-  std::vector<SiteSizes> list;
   const size_t n = std::min(sites.size(), costs.size());
-  list.reserve(size_t(std::count_if(costs.begin(), costs.begin() + std::ptrdiff_t(n), [](const TreeCost& c) { return c.count > 0; })));
-  for (size_t i = 0; i < n; ++i) {
-    const SiteCost& c = sites[i];
-    if (costs[i].count > 0) list.push_back({{c.image_id, c.stack_id, c.kind}, costs[i].count, costs[i].allocated, c.min_size, c.max_size});
-  }
-  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+  auto each = [&](auto&& f) {
+    for (size_t i = 0; i < n; ++i) {
+      const SiteCost& c = sites[i];
+      if (costs[i].count > 0) f(SiteSizes{{c.image_id, c.stack_id, c.kind}, costs[i].count, costs[i].allocated, c.min_size, c.max_size});
+    }
+  };
+  return histogramOf(rec, each, {}, t_from_ns, t_to_ns, top_sites);
 }
 
 SizeHistogram sizeHistogram(const Recording& rec, const TreeIndex& index, const std::vector<TreeCost>& costs,
                             std::optional<int64_t> t_from_ns, std::optional<int64_t> t_to_ns, size_t top_sites) {
   const size_t n = std::min(index.sites_.size(), costs.size());
-  std::vector<SiteSizes> list;
-  list.reserve(size_t(std::count_if(costs.begin(), costs.begin() + std::ptrdiff_t(n), [](const TreeCost& c) { return c.count > 0; })));
-  for (size_t i = 0; i < n; ++i) {
-    const TreeIndex::Site& s = index.sites_[i];
-    if (costs[i].count > 0)
-      list.push_back({{s.image_id, s.stack_id, index.kinds_[s.kind]}, costs[i].count, costs[i].allocated, s.min_size, s.max_size});
-  }
-  return histogramOf(rec, list, {}, t_from_ns, t_to_ns, top_sites);
+  auto each = [&](auto&& f) {
+    for (size_t i = 0; i < n; ++i) {
+      const TreeIndex::Site& s = index.sites_[i];
+      if (costs[i].count > 0)
+        f(SiteSizes{{s.image_id, s.stack_id, index.kinds_[s.kind]}, costs[i].count, costs[i].allocated, s.min_size, s.max_size});
+    }
+  };
+  return histogramOf(rec, each, {}, t_from_ns, t_to_ns, top_sites);
 }
 
 }  // namespace memledger::analyzer
