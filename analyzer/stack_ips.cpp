@@ -15,6 +15,7 @@ namespace memledger::analyzer::detail {
 
 namespace {
 using packed::readVarint;
+constexpr size_t kMaxNodeIps = (size_t{1} << 24) - 1;  // Node::count's bits; a stack is cut at 2^16 frames
 }  // namespace
 
 StackIps::StackIps(sqlite3* db, const RecordingInfo& info) : packed_(info.schema_version >= 3), path_(info.path) {
@@ -56,7 +57,7 @@ void StackIps::readPacked(int64_t stack_id) {
       }
       if (!find(id)) {  // an id already read keeps its first reading
         int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
-        put(id, Node{parent, arena_.size(), ips.size()});
+        put(id, Node{parent, arena_.size(), std::min<size_t>(ips.size(), kMaxNodeIps)});
         arena_.insert(arena_.end(), ips.begin(), ips.end());
       }
       if (!whole || id == INT64_MAX) break;
@@ -82,8 +83,10 @@ void StackIps::put(int64_t id, Node n) {
     nodes_.emplace(id, n);
     return;
   }
+  // Grown by a quarter, not doubled: a PyTorch run has 10^6 stack nodes, and a doubled vector
+  // was a third empty.
   if (id >= int64_t(dense_.size()))
-    dense_.resize(std::min<size_t>(size_t(kDenseIds), std::max<size_t>(size_t(id) + 1, dense_.size() * 2)),
+    dense_.resize(std::min<size_t>(size_t(kDenseIds), std::max<size_t>(size_t(id) + 1, dense_.size() + dense_.size() / 4)),
                   Node{0, kUnread, 0});
   if (dense_[size_t(id)].off == kUnread) dense_[size_t(id)] = n;
 }
@@ -118,7 +121,7 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
       if (rc == SQLITE_ROW) {
         std::vector<uint32_t> own = decodeIpIds(sqlite3_column_blob(stmt_, 0), sqlite3_column_bytes(stmt_, 0));
         arena_.insert(arena_.end(), own.begin(), own.end());
-        n.count = own.size();
+        n.count = std::min<size_t>(own.size(), kMaxNodeIps);
         if (sqlite3_column_type(stmt_, 1) != SQLITE_NULL) n.parent = sqlite3_column_int64(stmt_, 1);
       } else if (rc != SQLITE_DONE) {
         sqlite3_reset(stmt_);
