@@ -491,6 +491,13 @@ const Stack& Recording::stack(int64_t stack_id) const {
 }
 
 void Stack::push_back(Frame frame) {
+  if (own_ && own_.use_count() > 1) {
+    // Shared with a copy of this stack: this one takes frames of its own (copies never change).
+    auto mine = std::make_shared<std::deque<Frame>>();
+    for (const Frame*& f : frames_) f = &mine->emplace_back(*f);
+    own_ = std::move(mine);
+    keeper_.reset();
+  }
   if (!own_) own_ = std::make_shared<std::deque<Frame>>();
   own_->push_back(std::move(frame));
   frames_.push_back(&own_->back());

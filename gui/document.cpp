@@ -156,6 +156,8 @@ void Document::open(const QString& path) {
           if (self->indexControl_) self->indexControl_->cancel();
           self->data_ = out;
           self->range_.reset();
+          self->ownRange_.reset();
+          self->treesDropped_ = false;
           self->index_ = {};
           self->liveAt_.reset();
           self->compare_.reset();
@@ -213,6 +215,11 @@ void Document::open(const QString& path) {
         },
         Qt::QueuedConnection);
   }));
+}
+
+void Document::setTreesShown(bool shown) {
+  treesShown_ = shown;
+  if (shown && treesDropped_ && !busy_) restartRange();  // dropped, and no range is coming (cancelled)
 }
 
 void Document::setRange(std::optional<int64_t> from, std::optional<int64_t> to) {
@@ -335,6 +342,14 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
                           std::optional<int64_t> to, bool afterOpen) {
   if (!afterOpen) cancel();
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
+  if (!treesShown_ && ownRange_ && !treesDropped_) {
+    // No view shows them: gone before the new ones are made (a few large blocks: freed at once).
+    ownRange_->top_down = {};
+    ownRange_->bottom_up = {};
+    ownRange_->top_down_change = {};
+    ownRange_->bottom_up_change = {};
+    treesDropped_ = true;
+  }
   const uint64_t gen = afterOpen ? generation_ : ++generation_;
   auto control = std::make_shared<an::QueryControl>();
   control_ = control;
@@ -376,6 +391,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
             return;
           }
           std::shared_ptr<const RangeData> old = std::exchange(self->range_, r);
+          self->ownRange_ = r;
+          self->treesDropped_ = false;
           self->rangeSeconds_ = seconds;
           emit self->rangeChanged();
           // The old trees hold millions of nodes: once the views let go of them, freeing them is

@@ -130,6 +130,11 @@ class Document : public QObject {
   QString path() const { return path_; }
   std::shared_ptr<const RecordingData> data() const { return data_; }
   std::shared_ptr<const RangeData> range() const { return range_; }
+  // Whether a view that shows the trees (top-down, bottom-up, flame graph) is on screen. When
+  // none is, a new range lets go of the current range's trees before it makes its own (a PyTorch
+  // run's are 50 MB, held beside the new ones while they were made); a tree view shown later
+  // shows "building" until the range comes, or has its trees made again when none is coming.
+  void setTreesShown(bool shown);
   bool busy() const { return busy_; }
   QString error() const { return error_; }
   // Seconds the last open took to the Summary+Timeline, and the last range/tree job took.
@@ -161,6 +166,8 @@ class Document : public QObject {
   QString space_ = "heap";
   std::shared_ptr<const RecordingData> data_;
   std::shared_ptr<const RangeData> range_;
+  std::shared_ptr<RangeData> ownRange_;  // range_, whose trees setTreesShown(false) may drop
+  bool treesShown_ = true, treesDropped_ = false;
   std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job
   // The open recording's tree shapes, made once on a job of their own (a range job waits for
   // them; a newer range does not cancel them, a user's Cancel or another file does).

@@ -82,7 +82,12 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(suggestions_, tr("S&uggestions"));
   tabs_->addTab(compare_, tr("Co&mpare"));
   tabs_->addTab(fragmentation_, tr("Fra&gmentation"));
-  connect(tabs_, &QTabWidget::currentChanged, this, [this] { bringUpToDate(tabs_->currentWidget()); });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    QWidget* w = tabs_->currentWidget();
+    doc_->setTreesShown(w == topDown_ || w == bottomUp_ || w == flame_);
+    bringUpToDate(w);
+  });
+  doc_->setTreesShown(false);  // the Summary first
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);

@@ -32,7 +32,7 @@ const Stack kStartupTail = {native("Py_InitializeFromConfig"), native(nullptr), 
                             native("__libc_start_call_main", "/usr/lib/x86_64-linux-gnu/libc.so.6"), native("_start")};
 
 Stack with(Stack inner, const Stack& outer) {
-  inner.insert(inner.end(), outer.begin(), outer.end());
+  for (const Frame& f : outer) inner.push_back(f);
   return inner;
 }
 
