@@ -344,6 +344,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
   if (!treesShown_ && ownRange_ && !treesDropped_) {
     // No view shows them: gone before the new ones are made (a few large blocks: freed at once).
+    emit treesReleased();
     ownRange_->top_down = {};
     ownRange_->bottom_up = {};
     ownRange_->top_down_change = {};

@@ -146,6 +146,8 @@ class Document : public QObject {
   void opened();        // data() is the new recording's (Summary, Timeline)
   void reportCompleted();  // data()->report has its second part (phases, suggestions, ...)
   void rangeChanged();  // range() holds the trees and leaks of the current range
+  // range()'s trees are about to be cleared (setTreesShown): views holding them let go now.
+  void treesReleased();
   void failed(const QString& message);  // a one-line message; data() is unchanged
   void busyChanged(bool busy);
   void compareOpened();

@@ -88,6 +88,14 @@ MainWindow::MainWindow(QWidget* parent)
     bringUpToDate(w);
   });
   doc_->setTreesShown(false);  // the Summary first
+  // The tree views (off screen) let go of trees about to be cleared; shown, they take the range
+  // again (without trees: "building" until the next one comes).
+  connect(doc_, &Document::treesReleased, this, [this] {
+    topDown_->setRange(nullptr);
+    bottomUp_->setRange(nullptr);
+    flame_->setRange(nullptr);
+    stale_.insert({topDown_, bottomUp_, flame_});
+  });
 
   // The timeline dock, above every view.
   auto* dock = new QDockWidget(tr("Timeline"), this);

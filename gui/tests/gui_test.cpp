@@ -412,6 +412,41 @@ class GuiTest : public QObject {
     QVERIFY(cancelled.error().isEmpty());
   }
 
+  // With no tree view on screen a new range lets go of the current range's trees before making
+  // its own (a tree view keeps them); a tree view shown after a cancelled range has them made again.
+  void treesLetGoWhenNoTreeViewIsShown() {
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(three_);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0; }, 60000));
+    Document* doc = w.document();
+    const auto phases = doc->data()->report.phases;
+    QCOMPARE(int(phases.size()), 3);
+    w.showView("bottom-up");
+    std::shared_ptr<const RangeData> kept = doc->range();
+    doc->setRange(phases[0].start_ns, phases[0].end_ns - 1);
+    QVERIFY(!kept->top_down.nodes.empty() && !kept->bottom_up.nodes.empty());  // on screen: kept
+    QVERIFY(waitRange(*doc));
+    w.showView("summary");
+    std::shared_ptr<const RangeData> first = doc->range();
+    QVERIFY(!first->bottom_up.nodes.empty());
+    doc->setRange(phases[1].start_ns, phases[1].end_ns - 1);
+    QVERIFY(first->top_down.nodes.empty() && first->bottom_up.nodes.empty());  // gone before the new ones
+    QVERIFY(!first->symbols.empty());  // the Summary's "Most allocations" stays
+    doc->cancel();
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy(); }, 60000));
+    w.showView("bottom-up");
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy() && !doc->range()->bottom_up.nodes.empty(); }, 60000));
+    // The first phase again (made again after the cancel), or the second (it came before the cancel).
+    const bool second = doc->range()->from_ns == phases[1].start_ns;
+    QCOMPARE(programStacks(doc->range()->top_down, an::TreeMetric::Count, {"phase"}),
+             (std::set<std::string>{second ? "main;phase;ramp 300" : "main;phase;ramp 100"}));
+    auto* view = static_cast<CallTreeView*>(w.view("bottom-up"));
+    QVERIFY(QTest::qWaitFor([&] { return view->tree()->model()->rowCount() > 0; }, 10000));
+  }
+
   void badFilesGiveAMessage() {
     QString junk = dir_.filePath("junk.db");
     {
