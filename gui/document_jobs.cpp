@@ -13,7 +13,12 @@ namespace an = memledger::analyzer;
 std::shared_ptr<RecordingData> loadRecording(const std::string& file, an::QueryControl& control, bool levels,
                                              bool firstPart) {
   auto d = std::make_shared<RecordingData>();
-  d->rec = std::make_shared<an::Recording>(an::Recording::open(file));
+  // A compressed recording past 16 MiB is decompressed into a temporary file, not into memory:
+  // SQLite reads it through the page cache, and every range works from what the analyzer keeps
+  // in memory anyway (a PyTorch run's 46 MB database was the GUI's largest single block).
+  an::OpenOptions options;
+  options.max_in_memory = uint64_t(16) << 20;
+  d->rec = std::make_shared<an::Recording>(an::Recording::open(file, options));
   an::Filter listed;
   listed.top = kListedSites;
   if (firstPart) {
