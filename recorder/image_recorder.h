@@ -389,6 +389,15 @@ class ImageRecorder final : public RecordSink {
   ThreadState* lastThread_ = nullptr;
 
   std::map<std::pair<uint64_t, uint64_t>, int64_t> modules_;  // (bias, start) -> modules.id
+  // The image's own modules loaded now, by start: a new ip's module_id is written with its row
+  // (symbolization checks it against its own answer and corrects the few that differ: ips of
+  // modules inherited through fork, or arriving before their Module record).
+  struct ModuleSpan {
+    uint64_t end;
+    int64_t id;
+  };
+  std::map<uint64_t, ModuleSpan> moduleAt_;
+  int64_t moduleOf(uint64_t address) const;  // 0: none known
 
   uint64_t unknownFrees_ = 0, peakRss_ = 0, unknownKinds_ = 0;
   std::optional<int> exitRecord_;

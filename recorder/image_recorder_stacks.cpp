@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include "python_lines.h"
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -12,10 +13,18 @@ uint32_t ImageRecorder::ipId(uint64_t address) {
   auto [id, isNew] = ipByAddress_.insert(mapKey(address));
   if (isNew) {
     *id = rec_.nextIpId();
-    db_.insertIp(*id, id_, address);
+    db_.insertIp(*id, id_, address, moduleOf(address));
     *addressByIp_.insert(*id).first = address;
   }
   return *id;
+}
+
+int64_t ImageRecorder::moduleOf(uint64_t address) const {
+  if (isPythonFrame(address)) return 0;  // a code object's offset, in no module
+  auto it = moduleAt_.upper_bound(address);
+  if (it == moduleAt_.begin()) return 0;
+  --it;
+  return address < it->second.end ? it->second.id : 0;
 }
 
 // A Stack record: its whole stack is the frames it carries plus the outer frames it shares with
