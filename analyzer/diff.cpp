@@ -14,11 +14,6 @@ namespace memledger::analyzer {
 
 namespace {
 
-std::string baseName(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 struct Side {
   DiffAmounts amounts;
   int64_t stack_id = 0;  // of the first site with this key: its stack is read for the changed ones
@@ -110,8 +105,8 @@ std::string signedNum(int64_t v) { return (v > 0 ? "+" : "") + std::to_string(v)
 }  // namespace
 
 std::string siteKeyPart(const Frame& f) {
-  return f.function ? *f.function + "@" + (f.file ? baseName(*f.file) : std::string())
-                    : "??@" + (f.module ? baseName(*f.module) : std::string());
+  return f.function ? *f.function + "@" + std::string(f.file ? pathBaseName(*f.file) : std::string_view())
+                    : "??@" + std::string(f.module ? pathBaseName(*f.module) : std::string_view());
 }
 
 std::string siteKey(const Stack& stack) {

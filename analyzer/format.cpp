@@ -148,19 +148,12 @@ std::optional<TimeRange> parseTimeRange(std::string_view text) {
   return r;
 }
 
-namespace {
-std::string baseName(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-}  // namespace
-
 std::string unknownFrameName(const Frame& frame) {
   if (frame.function) return *frame.function;
   if (!frame.module) return "??";
   char off[32] = "";
   if (frame.offset) std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(*frame.offset));
-  return baseName(*frame.module) + off;
+  return std::string(pathBaseName(*frame.module)) + off;
 }
 
 std::string frameText(const Frame& frame) {
@@ -168,11 +161,14 @@ std::string frameText(const Frame& frame) {
   if (!frame.function && !frame.file && frame.module) return unknownFrameName(frame);
   std::string out = frame.function.value_or("??");
   if (frame.file) {
-    out += " (" + baseName(*frame.file);
+    out += " (";
+    out += pathBaseName(*frame.file);
     if (frame.line) out += ":" + std::to_string(*frame.line);
     out += ")";
   } else if (frame.module) {
-    out += " (" + baseName(*frame.module) + ")";
+    out += " (";
+    out += pathBaseName(*frame.module);
+    out += ")";
   }
   return out;
 }
@@ -183,7 +179,7 @@ std::string stackKey(const Stack& stack) {
   for (const Frame& f : stack) {
     key += f.function.value_or("??");
     key += '@';
-    key += f.file ? baseName(*f.file) : (f.module ? baseName(*f.module) : std::string("?"));
+    key += f.file ? pathBaseName(*f.file) : (f.module ? pathBaseName(*f.module) : std::string_view("?"));
     key += ':';
     key += f.line ? std::to_string(*f.line) : std::string("0");
     key += ';';

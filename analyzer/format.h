@@ -10,6 +10,12 @@
 
 namespace memledger::analyzer {
 
+// A path's last component ("/usr/lib/libc.so.6" -> "libc.so.6"); the path itself without a slash.
+inline std::string_view pathBaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 std::string formatBytes(int64_t bytes);        // "512 B", "1.5 KiB", "300.0 MiB", "2.00 GiB"
 std::string formatDuration(int64_t ns);        // "850 ns", "12.5 us", "3.20 ms", "1.25 s"
 std::string formatCount(int64_t n);            // "1,234,567"

@@ -2,16 +2,12 @@
 
 #include <cctype>
 
+#include "analyzer/format.h"
 #include "analyzer/sql.h"
 
 namespace memledger::analyzer {
 
 namespace {
-
-std::string_view baseName(std::string_view path) {
-  auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // Where the interpreter starts: what runs under these is its own set-up (site's imports too).
 // Not Py_FinalizeEx: the program's atexit handlers and its threads' shutdown run under it.
@@ -32,7 +28,7 @@ bool isEvalFrame(const std::string& f) { return f.find("PyEval_Eval") != std::st
 
 // The C runtime and the loader: below every stack, and called by every program.
 bool isCRuntimeModule(const std::string& module) {
-  std::string_view base = baseName(module);
+  std::string_view base = pathBaseName(module);
   for (std::string_view lib : {"libc.so", "libc-", "ld-linux", "libm.so", "libpthread.so", "libdl.so"})
     if (base.starts_with(lib)) return true;
   return false;
@@ -42,7 +38,7 @@ bool isCRuntimeModule(const std::string& module) {
 // Py_InitializeFromConfig; a deep import from a .pth file can cut that frame from a stack (128
 // frames at most), not site's.
 bool isSiteFrame(const Frame& f) {
-  return f.file && (*f.file == "<frozen site>" || baseName(*f.file) == "site.py");
+  return f.file && (*f.file == "<frozen site>" || pathBaseName(*f.file) == "site.py");
 }
 
 // The import system at work: importlib's _find_and_load (frozen in every version memledger knows)
@@ -58,7 +54,7 @@ bool isImportFrame(const Frame& f) {
 bool isPythonFrame(const Frame& f) { return !f.module && f.file && f.function; }
 
 bool isInterpreterModule(const std::string& module) {
-  std::string_view base = baseName(module);
+  std::string_view base = pathBaseName(module);
   if (base.starts_with("libpython")) return true;
   // python3, python3.11, python3.13t: not python-helper.so
   return base.starts_with("python") && base.size() > 6 && std::isdigit(static_cast<unsigned char>(base[6]));

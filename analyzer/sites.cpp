@@ -77,9 +77,7 @@ bool isStandardLibraryFrame(const Frame& f) {
   if (f.file) return f.file->find("/include/c++/") != std::string::npos;  // libstdc++'s and libc++'s headers
   if (f.function && (f.function->starts_with("std::") || f.function->starts_with("__gnu_cxx::"))) return true;
   if (!f.module) return false;
-  const std::string& m = *f.module;
-  const size_t slash = m.rfind('/');
-  const std::string_view base = std::string_view(m).substr(slash == std::string::npos ? 0 : slash + 1);
+  const std::string_view base = pathBaseName(*f.module);
   return base.starts_with("libstdc++") || base.starts_with("libc++.");
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/format.h"
 #include "commands.h"
 #include "cuda_injection.h"
 #include "output_file.h"
@@ -33,11 +34,6 @@ std::string findPreload() {
     if (::access(cand.c_str(), R_OK) == 0 && ::realpath(cand.c_str(), real)) return real;
   }
   return {};
-}
-
-std::string baseName(const std::string& p) {
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
 // The file is created here, exclusively and without following a planted symlink, before the
@@ -145,7 +141,7 @@ int cmdRecord(int argc, char** argv) {
                  MEMLEDGER_PRELOAD_NAME, selfDir(), selfDir());
     return 2;
   }
-  if (output.empty()) output = "memledger." + baseName(program[0]) + "." + std::to_string(::getpid()) + ".db";
+  if (output.empty()) output = "memledger." + std::string(analyzer::pathBaseName(program[0])) + "." + std::to_string(::getpid()) + ".db";
   if (!outputAllowed(output, force, "record") || !createOutput(output, force)) return 2;
 
   recorder::BinaryInfo bin = recorder::inspectBinary(programPath);
