@@ -74,9 +74,19 @@ uint32_t upperBound(uint64_t ip) {
   return lo;
 }
 
+// The module that covered the last ip looked up (an index into g_modules; the table changes only
+// in rescanLocked, which resets it): a new stack's fresh frames mostly lie in one library, so
+// most lookups end here instead of in a binary search over hundreds of modules.
+uint32_t g_lastHit = 0;
+
 bool covered(uint64_t ip) {
+  if (g_lastHit < g_count && ip >= g_modules[g_lastHit].start && ip < g_modules[g_lastHit].end) return true;
   uint32_t i = upperBound(ip);
-  return i > 0 && ip < g_modules[i - 1].end;
+  if (i > 0 && ip < g_modules[i - 1].end) {
+    g_lastHit = i - 1;
+    return true;
+  }
+  return false;
 }
 
 int onObject(dl_phdr_info* info, size_t, void* data) {
@@ -139,6 +149,7 @@ void rescanLocked() {
     }
   }
   g_count = kept;
+  g_lastHit = 0;
 }
 
 int findSelf(dl_phdr_info* info, size_t, void*) {
@@ -179,6 +190,7 @@ void modulesEnsureCover(const uint64_t* ips, int n) {
 void modulesResetAfterFork() {
   g_lock.store(false, std::memory_order_relaxed);  // its holder may not exist in the child
   g_count = 0;
+  g_lastHit = 0;
   g_adds = g_subs = ~0ull;
 }
 

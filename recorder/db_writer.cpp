@@ -98,7 +98,7 @@ std::unique_ptr<DbWriter> DbWriter::open(const std::string& path, std::string* e
   w->module_ = w->prepare(
       "INSERT INTO modules(id, image_id, path, bias, start, end, load_ns) VALUES (?,?,?,?,?,?,?)");
   w->moduleGone_ = w->prepare("UPDATE modules SET unload_ns = ? WHERE id = ?");
-  w->bulk(w->ips_, "INSERT INTO ips(id, image_id, address)", 3);
+  w->bulk(w->ips_, "INSERT INTO ips(id, image_id, address, module_id)", 4);
   w->stack_ = w->prepare("INSERT INTO stack_nodes(first_id, image_id, nodes) VALUES (?,?,?)");
   w->site_ = w->prepare("INSERT INTO site_totals(image_id, sites) VALUES (?,?)");
   w->bulk(w->allocs_,
@@ -278,11 +278,13 @@ void DbWriter::setModuleUnload(int64_t id, uint64_t unload_ns) {
   step(moduleGone_);
 }
 
-void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address) {
+void DbWriter::insertIp(int64_t id, int64_t image, uint64_t address, int64_t module) {
   if (!startRow(ips_)) return;
   ips_.put(id);
   ips_.put(image);
   ips_.putU(address);
+  if (module) ips_.put(module);
+  else ips_.putNull();
 }
 
 namespace {

@@ -121,7 +121,8 @@ class DbWriter {
   void insertModule(int64_t id, int64_t image, const std::string& path, uint64_t bias,
                     uint64_t start, uint64_t end, uint64_t load_ns);
   void setModuleUnload(int64_t id, uint64_t unload_ns);
-  void insertIp(int64_t id, int64_t image, uint64_t address);
+  // module 0: none (NULL)
+  void insertIp(int64_t id, int64_t image, uint64_t address, int64_t module = 0);
   // parent 0: none (ips is the whole stack); else an earlier id. Nodes are packed into
   // stack_nodes rows (see the schema), written when a row is full, the next id does not follow
   // (another image), or at commit: a committed batch holds every stack its rows name.

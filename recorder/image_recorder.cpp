@@ -96,12 +96,15 @@ void ImageRecorder::onRecord(const Decoded& r) {
       int64_t mid = rec_.nextModuleId();
       db_.insertModule(mid, id_, std::string(r.text), r.a, r.b, r.c, rel(r.ts));
       modules_[{r.a, r.b}] = mid;
+      moduleAt_[r.b] = ModuleSpan{r.c, mid};  // a later one at the same start: the newer wins
       break;
     }
     case RecordType::ModuleGone: {
       auto it = modules_.find({r.a, r.b});
       if (it != modules_.end()) {
         db_.setModuleUnload(it->second, rel(r.ts));
+        auto at = moduleAt_.find(r.b);
+        if (at != moduleAt_.end() && at->second.id == it->second) moduleAt_.erase(at);
         modules_.erase(it);
       }
       break;

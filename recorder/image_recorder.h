@@ -258,18 +258,21 @@ class ImageRecorder final : public RecordSink {
   void closeAccounts();  // at close(): spaces rows, the simultaneous totals (image_recorder_accounts.cpp)
   void resetBucketAccounts();
   void onStack(const Decoded& r);
-  // knownOuter > 0: the path of the outermost knownOuter frames is in the tree already, and
-  // outerHashes[1 .. knownOuter] are its path hashes (a thread's previous stack shared them).
-  // The outermost knownOuter frames of `frames` are a path whose hashes and nodes are known
-  // (the thread's previous stack: PathInfo), or knownOuter is 0.
+  // The outermost `known` frames of `frames` are a path whose hashes and nodes are known: those
+  // of the thread's previous stack (LastStack), which shared them, or known is 0. Its vectors
+  // hold them at [len] for len in 0..known, and the new stack's path is written into the same
+  // vectors from known + 1 on: a path is indexed from the outer end, so the shared part stays
+  // where it is (copying ~100 entries of each per new stack was ~5% of the recorder's time on
+  // torch's import).
   struct OuterPath {
     size_t known;
-    const uint64_t* hashes;  // [len] for len in 0..known
-    const uint32_t* nodes;   // [len] for len in 0..known
+    std::vector<uint64_t>* hashes;
+    std::vector<uint32_t>* nodes;
   };
   uint32_t internStack(uint64_t hash, const uint64_t* frames, size_t n, OuterPath outer = {});
-  // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_, and scratchHashes_
-  // and scratchNodes_ hold its path's hashes and nodes ([len] for len in 0..n).
+  // Returns the stack's stacks.id; leafNode_ is then its node in treeNodes_, and the outer
+  // path's vectors (none given: scratchHashes_ and scratchNodes_) hold its path's hashes and
+  // nodes ([len] for len in 0..n).
   int64_t addToStackTree(const uint64_t* frames, size_t n, OuterPath outer);
   uint32_t ipId(uint64_t address);
   // The per-event steps below are small and run once or twice per event: always inlined (at -O2
@@ -389,6 +392,15 @@ class ImageRecorder final : public RecordSink {
   ThreadState* lastThread_ = nullptr;
 
   std::map<std::pair<uint64_t, uint64_t>, int64_t> modules_;  // (bias, start) -> modules.id
+  // The image's own modules loaded now, by start: a new ip's module_id is written with its row
+  // (symbolization checks it against its own answer and corrects the few that differ: ips of
+  // modules inherited through fork, or arriving before their Module record).
+  struct ModuleSpan {
+    uint64_t end;
+    int64_t id;
+  };
+  std::map<uint64_t, ModuleSpan> moduleAt_;
+  int64_t moduleOf(uint64_t address) const;  // 0: none known
 
   uint64_t unknownFrees_ = 0, peakRss_ = 0, unknownKinds_ = 0;
   std::optional<int> exitRecord_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include "python_lines.h"
 #include "recording.h"
 
 namespace memledger::recorder {
@@ -12,10 +13,18 @@ uint32_t ImageRecorder::ipId(uint64_t address) {
   auto [id, isNew] = ipByAddress_.insert(mapKey(address));
   if (isNew) {
     *id = rec_.nextIpId();
-    db_.insertIp(*id, id_, address);
+    db_.insertIp(*id, id_, address, moduleOf(address));
     *addressByIp_.insert(*id).first = address;
   }
   return *id;
+}
+
+int64_t ImageRecorder::moduleOf(uint64_t address) const {
+  if (isPythonFrame(address)) return 0;  // a code object's offset, in no module
+  auto it = moduleAt_.upper_bound(address);
+  if (it == moduleAt_.begin()) return 0;
+  --it;
+  return address < it->second.end ? it->second.id : 0;
 }
 
 // A Stack record: its whole stack is the frames it carries plus the outer frames it shares with
@@ -35,7 +44,7 @@ void ImageRecorder::onStack(const Decoded& r) {
     if (last.hash == r.c && shared <= last.frames.size()) {
       full.insert(full.end(), last.frames.end() - static_cast<long>(shared), last.frames.end());
       if (last.pathHashes.size() == last.frames.size() + 1)
-        outer = OuterPath{shared, last.pathHashes.data(), last.pathNodes.data()};
+        outer = OuterPath{shared, &last.pathHashes, &last.pathNodes};
     } else {
       // Not the base this thread sent last (a record lost with a writer killed mid-write):
       // any stack interned here with that hash will do.
@@ -52,12 +61,15 @@ void ImageRecorder::onStack(const Decoded& r) {
     internStack(r.a, full.data(), full.size(), outer);
     interned = !full.empty();
   }
-  // addToStackTree left the path of `full` in scratchHashes_ and scratchNodes_ (exactly
-  // full.size() + 1 entries): taken by swapping, not copied (~1.2 KB a stack of 100 frames, 700k
-  // new stacks on torch's import). The thread's old path becomes the next scratch space.
+  // addToStackTree left the path of `full` (exactly full.size() + 1 entries) in the thread's
+  // path vectors when it was given them as the outer path, else in scratchHashes_ and
+  // scratchNodes_: taken by swapping, not copied (~1.2 KB a stack of 100 frames, 700k new stacks
+  // on torch's import). The thread's old path becomes the next scratch space.
   if (interned) {
-    last.pathHashes.swap(scratchHashes_);
-    last.pathNodes.swap(scratchNodes_);
+    if (!outer.hashes) {
+      last.pathHashes.swap(scratchHashes_);
+      last.pathNodes.swap(scratchNodes_);
+    }
   } else {
     last.pathHashes.clear();
   }
@@ -100,17 +112,15 @@ int64_t ImageRecorder::addToStackTree(const uint64_t* frames, size_t n, OuterPat
   // Paths are found by a hash of their frames (outermost first), never by walking the tree: a
   // walk costs a cache miss per frame on deep stacks. Known paths are prefix-closed, so the
   // deepest known one is a binary search over the length.
-  std::vector<uint64_t>& hashes = scratchHashes_;
-  std::vector<uint32_t>& nodes = scratchNodes_;
+  std::vector<uint64_t>& hashes = outer.hashes ? *outer.hashes : scratchHashes_;
+  std::vector<uint32_t>& nodes = outer.nodes ? *outer.nodes : scratchNodes_;
+  // The outer part's hashes and nodes are known, and already in place: only the rest.
+  size_t start = outer.hashes && outer.known <= n && outer.known < hashes.size() &&
+                         outer.known < nodes.size() ? outer.known : 0;
   hashes.resize(n + 1);
   nodes.resize(n + 1);
   hashes[0] = 0;
   nodes[0] = 0;
-  size_t start = outer.hashes && outer.known <= n ? outer.known : 0;
-  if (start) {  // the outer part's hashes and nodes are known: only the rest
-    std::copy(outer.hashes + 1, outer.hashes + start + 1, hashes.begin() + 1);
-    std::copy(outer.nodes + 1, outer.nodes + start + 1, nodes.begin() + 1);
-  }
   uint64_t h = hashes[start];
   for (size_t len = start + 1; len <= n; ++len) {
     h = mixHash(h ^ frames[n - len]);

@@ -91,6 +91,7 @@ struct SymbolizeJob::Data {
   struct Ip {
     int64_t id, image;
     uint64_t address;
+    int64_t module;  // ips.module_id as the recorder wrote it (0: NULL)
   };
   std::vector<Ip> ips;
   // Results: per ip its module (null: none) and frames; per module path its build id.
@@ -181,12 +182,13 @@ bool SymbolizeJob::read(sqlite3* db, std::string* error, int64_t afterIp) {
     d.lastIp = afterIp;
     // In id order (the rowid), sorted here: there is no index on ips until the file is finished,
     // and SQLite's sorter takes ~60 ms for the 80k ips of a PyTorch run, on the recorder's loop.
-    Stmt q(db, "SELECT id, image_id, address FROM ips WHERE id > ?");
+    Stmt q(db, "SELECT id, image_id, address, module_id FROM ips WHERE id > ?");
     if (!q) return fail("read ips");
     sqlite3_bind_int64(q.get(), 1, afterIp);
     while (sqlite3_step(q.get()) == SQLITE_ROW) {
       d.ips.push_back({sqlite3_column_int64(q.get(), 0), sqlite3_column_int64(q.get(), 1),
-                       static_cast<uint64_t>(sqlite3_column_int64(q.get(), 2))});
+                       static_cast<uint64_t>(sqlite3_column_int64(q.get(), 2)),
+                       sqlite3_column_int64(q.get(), 3)});  // NULL reads as 0
       d.lastIp = std::max(d.lastIp, d.ips.back().id);
     }
     // ORDER BY image_id, address: an image's ips by address, so lookups go module by module.
@@ -308,8 +310,10 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
     return false;
   };
   if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return fail("begin");
-  // A run of consecutive ips in one module is one UPDATE (an import's new frames mostly come
-  // a run from one library at a time), the frames 64 rows to an INSERT (db_bulk.h).
+  // The recorder wrote each ip's module_id with its row, from the modules its image had loaded
+  // then; only where that differs from the answer here (an ip of a module inherited through
+  // fork, one recorded before its module's record) is it set again. A run of consecutive such
+  // ips in one module is one UPDATE. The frames go 64 rows to an INSERT (db_bulk.h).
   Stmt setModule(db, "UPDATE ips SET module_id = ? WHERE id BETWEEN ? AND ?");
   BulkRows addFrame;
   Stmt setBuildId(db, "UPDATE modules SET build_id = ? WHERE id = ?");
@@ -324,11 +328,13 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
     });
     return !stepFailed;
   };
-  const ModuleRow* runModule = nullptr;
+  const ModuleRow* runModule = nullptr;  // kNone: a run of ips whose module_id must become NULL
+  static const ModuleRow kNone{};
   int64_t runFirst = 0, runLast = 0;
   auto endRun = [&] {
     if (!runModule) return true;
-    sqlite3_bind_int64(setModule.get(), 1, runModule->id);
+    if (runModule == &kNone) sqlite3_bind_null(setModule.get(), 1);
+    else sqlite3_bind_int64(setModule.get(), 1, runModule->id);
     sqlite3_bind_int64(setModule.get(), 2, runFirst);
     sqlite3_bind_int64(setModule.get(), 3, runLast);
     bool ok = sqlite3_step(setModule.get()) == SQLITE_DONE;
@@ -338,16 +344,17 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
   };
   for (size_t i = 0; i < d.ips.size(); ++i) {
     const ModuleRow* m = d.moduleOf[i];
-    if (!m && !d.framesOf[i]) continue;
     int64_t ipId = d.ips[i].id;
-    if (m) {
-      if (runModule && (m != runModule || ipId != runLast + 1) && !endRun()) return fail("write ips");
+    if ((m ? m->id : 0) != d.ips[i].module) {
+      const ModuleRow* set = m ? m : &kNone;
+      if (runModule && (set != runModule || ipId != runLast + 1) && !endRun()) return fail("write ips");
       if (!runModule) {
-        runModule = m;
+        runModule = set;
         runFirst = ipId;
       }
       runLast = ipId;
     }
+    if (!d.framesOf[i]) continue;
     int depth = 0;
     for (const SymbolFrame& f : *d.framesOf[i]) {
       if (addFrame.full() && !writeFrames()) return fail("write frames");

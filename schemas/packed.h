@@ -8,9 +8,19 @@
 
 namespace memledger::packed {
 
-inline void putVarint(std::vector<uint8_t>& out, uint64_t v) {
-  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<uint8_t>(v | 0x80));
-  out.push_back(static_cast<uint8_t>(v));
+// Bytes are built in a local buffer and appended once: a push_back per byte stores a byte,
+// which may alias the vector's own pointers, so each one reloaded them (stack rows and per-bucket
+// site entries are millions of varints on a PyTorch run).
+[[gnu::always_inline]] inline void putVarint(std::vector<uint8_t>& out, uint64_t v) {
+  if (v < 0x80) {
+    out.push_back(static_cast<uint8_t>(v));
+    return;
+  }
+  uint8_t buf[10];
+  size_t n = 0;
+  for (; v >= 0x80; v >>= 7) buf[n++] = static_cast<uint8_t>(v | 0x80);
+  buf[n++] = static_cast<uint8_t>(v);
+  out.insert(out.end(), buf, buf + n);
 }
 
 inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }

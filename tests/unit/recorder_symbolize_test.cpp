@@ -97,5 +97,38 @@ TEST_F(RecorderSymbolize, UnknownFunctionIsNullAndDlclosedModulesStillCount) {
   EXPECT_EQ(query("SELECT function FROM frames"), -2);
 }
 
+// The recorder writes an ip's module_id with its row, from the modules its image has loaded at
+// that moment; symbolization corrects only what it answers differently (here: an ip recorded
+// before its module's record, and a fork child's ips in its parent's modules).
+TEST_F(RecorderSymbolize, ModuleIdsWrittenWithIpsAreCorrectedWhereTheyDiffer) {
+  ImageRecorder& parent = image(10, 1);
+  parent.onRecord(module(0, 0, 0x400000, 0x401000, "/usr/bin/prog"));
+  parent.onRecord(stack(0x51, {0x400510, 0x7f0000001234, 0x12345678}));
+  parent.onRecord(alloc(1 * kMs, 0x1000, 8, 0x51));
+  parent.onRecord(module(2 * kMs, 0x7f0000000000, 0x7f0000000000, 0x7f0000002000, "/lib/libinl.so"));
+  parent.onRecord(stack(0x52, {0x7f0000001300}));
+  parent.onRecord(alloc(3 * kMs, 0x2000, 8, 0x52));
+  ImageRecorder& child = image(11, 10, true);
+  child.onRecord(stack(0x53, {0x400520}));
+  child.onRecord(alloc(4 * kMs, 0x3000, 8, 0x53));
+  finish(5 * kMs);
+  db_->commit();
+  // As recorded: the libinl.so ip of the first stack came before its module; the child has no
+  // module rows of its own.
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 4195600"), 1);          // 0x400510
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732212"), -2);  // 0x7f0000001234
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732416"), 2);   // 0x7f0000001300
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE image_id = 2"), -2);
+  FakeSource src;
+  std::string err;
+  ASSERT_TRUE(symbolizeRecording(db_->handle(), src, nullptr, &err)) << err;
+  db_->commit();
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 4195600"), 1);
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732212"), 2);
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732416"), 2);
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 305419896"), -2);  // 0x12345678: none
+  EXPECT_EQ(query("SELECT module_id FROM ips WHERE image_id = 2"), 1);
+}
+
 }  // namespace
 }  // namespace memledger::recorder
