@@ -181,8 +181,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(doc_, &Document::opened, this, &MainWindow::onOpened);
   connect(doc_, &Document::rangeChanged, this, &MainWindow::onRange);
   connect(doc_, &Document::reportCompleted, this, [this] {
-    auto range = doc_->range();
-    summary_->setData(range && range->shown ? range->shown : doc_->data(), range);
+    updateSummary();
     suggestions_->setData(doc_->data());
     timeline_->refresh();  // the phases
   });
@@ -395,10 +394,15 @@ void MainWindow::onRange() {
   emit ready();
 }
 
+void MainWindow::updateSummary() const {
+  auto range = doc_->range();
+  summary_->setData(range && range->shown ? range->shown : doc_->data(), range);
+}
+
 void MainWindow::bringUpToDate(QWidget* w) const {
   if (!stale_.erase(w)) return;
   auto range = doc_->range();
-  if (w == summary_) summary_->setData(range && range->shown ? range->shown : doc_->data(), range);  // B's in "B"
+  if (w == summary_) updateSummary();
   else if (w == topDown_) topDown_->setRange(range);
   else if (w == bottomUp_) bottomUp_->setRange(range);
   else if (w == callerCallee_) callerCallee_->setRange(range);

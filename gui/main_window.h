@@ -76,6 +76,8 @@ class MainWindow : public QMainWindow {
   // Gives `w` the current range if it has not taken it yet (views off screen wait until shown:
   // a range costs the GUI thread only the visible view's update).
   void bringUpToDate(QWidget* w) const;
+  // The Summary of the data shown: B's run in "B" mode, else this recording's, with the range.
+  void updateSummary() const;
   mutable std::set<QWidget*> stale_;
 
   Document* doc_;
