@@ -190,19 +190,23 @@ std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const S
   return TreeIndex::build(costs, siteFrames)->callerCallee(amountsOf(costs), space);
 }
 
-std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric) {
+std::vector<std::string> collapsedLines(const CallTree& tree, TreeMetric metric, bool (*keep)(int64_t self)) {
   std::vector<std::string> out;
   std::vector<std::pair<int32_t, std::string>> todo{{0, ""}};
   while (!todo.empty()) {
     auto [node, path] = std::move(todo.back());
     todo.pop_back();
     int64_t self = costOf(tree.self(node), metric);
-    if (node != 0 && self > 0) out.push_back(path + " " + std::to_string(self));
+    if (node != 0 && keep(self)) out.push_back(path + " " + std::to_string(self));
     for (int32_t child : tree.children(node))
       todo.emplace_back(child, path.empty() ? tree.symbol(child) : path + ";" + tree.symbol(child));
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric) {
+  return collapsedLines(tree, metric, [](int64_t self) { return self > 0; });
 }
 
 }  // namespace memledger::analyzer

@@ -126,6 +126,10 @@ std::vector<SymbolCost> callerCallee(const Recording& rec, const std::vector<Sit
 std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const SiteFrames& frames,
                                      const std::optional<std::string>& space = {});
 
+// Collapsed lines ("a;b;c 42") of every node but the root whose self amount in `metric` passes
+// `keep`, sorted: collapsedStacks keeps the positive ones, a difference tree's collapsedChanges
+// every one that is not 0.
+std::vector<std::string> collapsedLines(const CallTree& tree, TreeMetric metric, bool (*keep)(int64_t self));
 // Collapsed stacks of a tree, outermost first for top-down ("main;f;g 42"), one line per node
 // with a self cost > 0 in `metric`, sorted: what tests compare and `export --format folded` means.
 std::vector<std::string> collapsedStacks(const CallTree& tree, TreeMetric metric);

@@ -89,18 +89,7 @@ DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::v
 }
 
 std::vector<std::string> collapsedChanges(const CallTree& tree, TreeMetric metric) {
-  std::vector<std::string> out;
-  std::vector<std::pair<int32_t, std::string>> todo{{0, ""}};
-  while (!todo.empty()) {
-    auto [node, path] = std::move(todo.back());
-    todo.pop_back();
-    int64_t self = costOf(tree.self(node), metric);
-    if (node != 0 && self != 0) out.push_back(path + " " + std::to_string(self));
-    for (int32_t child : tree.children(node))
-      todo.emplace_back(child, path.empty() ? tree.symbol(child) : path + ";" + tree.symbol(child));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return collapsedLines(tree, metric, [](int64_t self) { return self != 0; });
 }
 
 }  // namespace memledger::analyzer
