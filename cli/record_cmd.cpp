@@ -175,6 +175,7 @@ int cmdRecord(int argc, char** argv) {
   opt.recording.bucket_ns = static_cast<uint64_t>(bucketMs * 1e6);
   if (opt.recording.bucket_ns == 0) opt.recording.bucket_ns = 1;
   opt.version = MEMLEDGER_VERSION;
+  opt.exitWhenDone = true;  // `record` is the process's last act: no teardown of the recorder's tables
   return recorder::runSession(opt);
 }
 

@@ -543,6 +543,10 @@ int runSession(const SessionOptions& optIn) {
                    static_cast<unsigned long long>(cs.compressedBytes), cs.level.level, cs.level.workers, cs.seconds);
   }
   std::fprintf(stderr, "memledger: recording written to %s\n", opt.output.c_str());
+  if (opt.exitWhenDone) {
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
   return code;
 }
 

@@ -33,6 +33,11 @@ struct SessionOptions {
   bool compress = true;           // compress the finished file (compress.h); false keeps plain SQLite
   bool warnIfNothingRegisters = true;
   bool leakScan = true;           // the exit scan for leak kinds (docs/leak-kinds.md); `--scan off`  // false when the caller already warned (static binary)
+  // The caller's process ends with the recording (the CLI): once the file is complete, runSession
+  // ends the process itself (_exit, stdio flushed) instead of tearing down the recorder's tables,
+  // which the kernel frees anyway. torch_mlp: ~1 GB of hash tables, stack tree, sites and the
+  // symbolizer's caches took 55 ms to free one by one before the process could exit.
+  bool exitWhenDone = false;
   RecordingOptions recording;     // origin_ns is set by runSession
   std::string version;            // memledger's version, for meta
 };
