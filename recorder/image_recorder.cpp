@@ -513,10 +513,17 @@ void ImageRecorder::close(uint64_t ts) {
     }
     // The simultaneous peak so far: what this site held then (peakSitesAt() keeps it only if no
     // later peak came after this image ended).
-    if (a.global != kNoGlobal && s.gstamp < rec_.global(a.global).epoch) {
-      s.at_gpeak_count = s.cur_count;
-      s.at_gpeak_bytes = s.cur_bytes;
-      s.gstamp = rec_.global(a.global).epoch;
+    if (a.global != kNoGlobal) {
+      if (s.gstamp < rec_.global(a.global).epoch) {
+        s.at_gpeak_count = s.cur_count;
+        s.at_gpeak_bytes = s.cur_bytes;
+        s.gstamp = rec_.global(a.global).epoch;
+      }
+      if (s.at_gpeak_count != 0 || s.at_gpeak_bytes != 0) {
+        if (closePeakSites_.size() <= a.global) closePeakSites_.resize(a.global + 1);
+        closePeakSites_[a.global].push_back({static_cast<uint64_t>(s.stack_id), static_cast<uint64_t>(s.kind),
+                                             s.at_gpeak_count, s.at_gpeak_bytes});
+      }
     }
     SiteRow row;
     row.stack_id = s.stack_id;

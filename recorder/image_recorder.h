@@ -321,6 +321,11 @@ class ImageRecorder final : public RecordSink {
   RecordingOptions opt_;
   const ImageRecorder* forkParent_;
   bool closed_ = false;
+  // After close(): per global space, this image's sites that held something at its simultaneous
+  // peak as it stood then, in site order (what peakSitesAt() answers when no later peak came):
+  // gathered in close()'s pass over the sites instead of a second pass (700k sites of 248 bytes
+  // on torch_mlp: ~35 ms).
+  std::vector<std::vector<packed::PeakSiteEntry>> closePeakSites_;
   // Python: the time its interpreter started finalizing (rel ns), 0 none (python_frames.h).
   uint64_t pyFinalizeNs_ = 0;
   void onPyCode(const Decoded& r);

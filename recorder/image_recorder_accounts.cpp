@@ -97,6 +97,18 @@ void ImageRecorder::closeAccounts() {
 }
 
 void ImageRecorder::peakSitesAt(uint32_t global, uint64_t epoch, std::vector<packed::PeakSiteEntry>& out) const {
+  if (closed_) {
+    // close() left every site of a global account stamped with that total's epoch then, which is
+    // each such account's closeGlobalEpoch: the test below reduces to the account's, the same
+    // for all accounts of one total.
+    for (const Account& a : accounts_) {
+      if (a.global != global) continue;
+      if (a.closeGlobalEpoch != epoch || global >= closePeakSites_.size()) return;
+      out.insert(out.end(), closePeakSites_[global].begin(), closePeakSites_[global].end());
+      return;
+    }
+    return;
+  }
   for (size_t i = 0; i < sites_.size(); ++i) {
     const Site& s = sites_[i];
     const Account& a = accounts_[s.account];
