@@ -6,19 +6,24 @@ namespace memledger::recorder {
 namespace {
 
 // 3.10: (bytecode byte delta, signed line delta) pairs; a line delta of -128 means "no line".
-int line310(std::string_view t, int firstLine, uint64_t byteOffset) {
-  int line = firstLine;
-  uint64_t start = 0;
-  for (size_t i = 0; i + 1 < t.size(); i += 2) {
+// The walk starts at `at` and leaves it at the entry that holds the offset.
+int line310(std::string_view t, PythonLineCursor::At& at, uint64_t byteOffset) {
+  int64_t line = at.line;
+  uint64_t start = at.addr;
+  for (size_t i = at.i; i + 1 < t.size(); i += 2) {
     auto sdelta = static_cast<uint8_t>(t[i]);
     auto ldelta = static_cast<int8_t>(t[i + 1]);
-    int cur = -1;
+    int64_t before = line;
+    int64_t cur = -1;
     if (ldelta != -128) {
       line += ldelta;
       cur = line;
     }
     uint64_t end = start + sdelta;
-    if (byteOffset >= start && byteOffset < end) return cur > 0 ? cur : 0;
+    if (byteOffset >= start && byteOffset < end) {
+      at = {i, before, start};
+      return cur > 0 ? static_cast<int>(cur) : 0;
+    }
     start = end;
   }
   return 0;
@@ -52,11 +57,13 @@ struct Reader {
   }
 };
 
-int line311(std::string_view t, int firstLine, uint64_t unitOffset) {
-  Reader r{t};
-  int64_t line = firstLine;
-  uint64_t addr = 0;  // code units
+int line311(std::string_view t, PythonLineCursor::At& at, uint64_t unitOffset) {
+  Reader r{t, at.i};
+  int64_t line = at.line;
+  uint64_t addr = at.addr;  // code units
   while (r.i < t.size()) {
+    const size_t entry = r.i;
+    const int64_t before = line;
     unsigned first = r.byte();
     if (!(first & 0x80)) return 0;  // lost sync: malformed
     unsigned code = (first >> 3) & 15;
@@ -79,7 +86,10 @@ int line311(std::string_view t, int firstLine, uint64_t unitOffset) {
       r.byte();
     }
     if (!r.ok) return 0;
-    if (unitOffset >= addr && unitOffset < end) return none || line <= 0 ? 0 : static_cast<int>(line);
+    if (unitOffset >= addr && unitOffset < end) {
+      at = {entry, before, addr};
+      return none || line <= 0 ? 0 : static_cast<int>(line);
+    }
     addr = end;
   }
   return 0;
@@ -88,11 +98,21 @@ int line311(std::string_view t, int firstLine, uint64_t unitOffset) {
 }  // namespace
 
 int pythonLine(uint64_t versionHex, std::string_view table, int firstLine, uint64_t offset) {
-  unsigned minor = (versionHex >> 16) & 0xff;
-  if ((versionHex >> 24) != 3) return 0;
-  if (minor == 10) return line310(table, firstLine, offset * 2);
-  if (minor >= 11) return line311(table, firstLine, offset);
-  return 0;
+  return PythonLineCursor(versionHex, table, firstLine).line(offset);
+}
+
+PythonLineCursor::PythonLineCursor(uint64_t versionHex, std::string_view table, int firstLine)
+    : minor_((versionHex >> 24) == 3 ? (versionHex >> 16) & 0xff : 0), table_(table), firstLine_(firstLine) {
+  at_.line = firstLine;
+}
+
+int PythonLineCursor::line(uint64_t offset) {
+  if (minor_ != 10 && minor_ < 11) return 0;
+  const uint64_t addr = minor_ == 10 ? offset * 2 : offset;
+  if (addr < at_.addr) at_ = At{0, firstLine_, 0};  // behind the walk: from the start
+  int line = minor_ == 10 ? line310(table_, at_, addr) : line311(table_, at_, addr);
+  if (line == 0) at_ = At{0, firstLine_, 0};  // not found, or malformed: no resume point
+  return line;
 }
 
 }  // namespace memledger::recorder

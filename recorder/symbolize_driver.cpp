@@ -97,6 +97,10 @@ struct SymbolizeJob::Data {
   // Results: per ip its module (null: none) and frames; per module path its build id.
   std::vector<const ModuleRow*> moduleOf;
   std::vector<const std::vector<SymbolFrame>*> framesOf;
+  // Indexes into ips in id order (compute() sorts them, off the connection's thread): write()
+  // goes in that order, so frames' rows (keyed by ip_id, depth) are appended to their B-tree
+  // instead of inserted at random places, as ips' address order would have them.
+  std::vector<uint32_t> byId;
   std::map<std::pair<int, uint64_t>, std::vector<SymbolFrame>> cache;
   std::map<std::string, std::string> buildIds;
   SymbolizeStats stats;
@@ -251,6 +255,9 @@ void SymbolizeJob::compute(SymbolSource& source) {
   d.moduleOf.assign(d.ips.size(), nullptr);
   d.framesOf.assign(d.ips.size(), nullptr);
   auto ipAt = [&d](size_t i) { return std::pair{d.ips[i].image, d.ips[i].address}; };
+  // The ips are in address order: a code object's ips come together, by offset.
+  const Data::PyCode* lineCode = nullptr;
+  std::optional<PythonLineCursor> lines;
   matchModules(d.images, d.modules, d.ips.size(), ipAt, [&](size_t i, const ModuleRow* m) {
     ++st.ips;
     if (isPythonFrame(d.ips[i].address)) {  // a Python frame: its code object's name, file, line
@@ -258,7 +265,11 @@ void SymbolizeJob::compute(SymbolSource& source) {
       if (const Data::PyCode* c = d.pyCode(d.ips[i].image, pythonSerial(d.ips[i].address))) {
         f.function = c->name;
         f.file = c->file;
-        f.line = pythonLine(c->version, c->table, c->firstLine, pythonOffset(d.ips[i].address));
+        if (c != lineCode) {
+          lineCode = c;
+          lines.emplace(c->version, c->table, c->firstLine);
+        }
+        f.line = lines->line(pythonOffset(d.ips[i].address));
         ++st.resolved;
       } else {
         f.function = "<python>";
@@ -286,6 +297,9 @@ void SymbolizeJob::compute(SymbolSource& source) {
     auto [it, isNew] = d.buildIds.try_emplace(m.path);
     if (isNew) it->second = source.buildId(m.path);
   }
+  d.byId.resize(d.ips.size());
+  for (size_t i = 0; i < d.ips.size(); ++i) d.byId[i] = static_cast<uint32_t>(i);
+  std::sort(d.byId.begin(), d.byId.end(), [&d](uint32_t a, uint32_t b) { return d.ips[a].id < d.ips[b].id; });
 }
 
 void SymbolizeJob::warm(SymbolSource& source, const std::atomic<bool>& stop, std::atomic<uint64_t>& answered) {
@@ -342,7 +356,7 @@ bool SymbolizeJob::write(sqlite3* db, SymbolizeStats* stats, std::string* error)
     runModule = nullptr;
     return ok;
   };
-  for (size_t i = 0; i < d.ips.size(); ++i) {
+  for (uint32_t i : d.byId) {
     const ModuleRow* m = d.moduleOf[i];
     int64_t ipId = d.ips[i].id;
     if ((m ? m->id : 0) != d.ips[i].module) {

@@ -63,3 +63,28 @@ TEST(PythonLines, PastTheEndOrCutShortOrUnknownVersionIsNoLine) {
   EXPECT_EQ(memledger::recorder::pythonLine(0x03090000, table, t.firstLine, 3), 0);
   EXPECT_EQ(memledger::recorder::pythonLine(0x02070000, table, t.firstLine, 3), 0);
 }
+
+// The symbolizer's cursor resumes each walk where the last answer was found: asked in order (as
+// the symbolizer asks), in reverse, repeating offsets, past the end and back, it answers as the
+// interpreter does.
+TEST(PythonLines, CursorAnswersAsTheInterpreterInAnyOrder) {
+  for (const Table& t : kTables) {
+    std::string table = bytesOf(t.hex);
+    const size_t n = t.lines.size();
+    std::vector<size_t> orders[3];
+    for (size_t off = 0; off < n; ++off) {
+      orders[0].push_back(off);
+      orders[0].push_back(off);  // the same offset twice: the entry the cursor stands at
+      orders[1].push_back(n - 1 - off);
+      orders[2].push_back((off * 7 + 3) % n);
+    }
+    orders[0].push_back(n + 5);  // past the end (no line), then from the start again
+    orders[0].push_back(1);
+    for (const std::vector<size_t>& order : orders) {
+      memledger::recorder::PythonLineCursor cursor(t.version, table, t.firstLine);
+      for (size_t off : order)
+        EXPECT_EQ(cursor.line(off), off < n ? t.lines[off] : 0)
+            << "version " << std::hex << t.version << std::dec << " offset " << off;
+    }
+  }
+}
