@@ -182,8 +182,10 @@ class FlatMap {
   // Unmapping a table of millions of slots tears down a page-table entry per 4 KiB: 256 MiB (a
   // live set of 3.5M blocks) took ~40 ms of the recorder's end. From this size on a short-lived
   // thread does it while the recorder goes on (a grow, or the image's close and the file's end);
-  // should the recorder exit first, the kernel finishes it as part of the exit.
-  static constexpr size_t kAsideBytes = size_t{32} << 20;
+  // should the recorder exit first, the kernel finishes it as part of the exit. 8 MiB and up:
+  // torch_mlp's live set (16 MiB) was ~10 ms of the last image's close on the recorder's thread,
+  // against ~50 us to start a thread.
+  static constexpr size_t kAsideBytes = size_t{8} << 20;
   static void unmapAside(void* p, size_t bytes) {
     try {
       std::thread([p, bytes] { munmap(p, bytes); }).detach();
