@@ -62,6 +62,11 @@ std::string compressStream(int in, int out, uint64_t plainBytes, CompressionLeve
 
   std::vector<char> inBuf(size_t(1) << 20), outBuf(ZSTD_CStreamOutSize());
   uint64_t done = 0;
+  // The caller fsyncs the output before it replaces the recording: start its write-back as it is
+  // written, so that the fsync finds the disk's work mostly done (torch_mlp's 8 MB: the fsync
+  // waited ~10 ms for it all).
+  uint64_t written = 0, queued = 0;
+  constexpr uint64_t kWriteBackEvery = uint64_t(1) << 20;
   while (true) {
     ssize_t got = ::read(in, inBuf.data(), inBuf.size());
     if (got < 0 && errno == EINTR) continue;
@@ -77,6 +82,11 @@ std::string compressStream(int in, int out, uint64_t plainBytes, CompressionLeve
       size_t left = ZSTD_compressStream2(cctx.get(), &output, &input, mode);
       if (ZSTD_isError(left)) return std::string("zstd: ") + ZSTD_getErrorName(left);
       if (!writeAll(out, outBuf.data(), output.pos)) return std::string("write: ") + std::strerror(errno);
+      written += output.pos;
+      if (written - queued >= kWriteBackEvery) {
+        ::sync_file_range(out, static_cast<off_t>(queued), static_cast<off_t>(written - queued), SYNC_FILE_RANGE_WRITE);
+        queued = written;  // a file system without it says so, harmlessly: the fsync does it all
+      }
       finished = last ? left == 0 : input.pos == input.size;
     }
     if (last) break;
