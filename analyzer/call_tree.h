@@ -35,7 +35,7 @@ struct TreeCost {
   }
 };
 
-// A frame's name in a tree (frames are merged by it): the function, or "?? (module)" / "??".
+// A frame's name in a tree (frames are merged by it): the function, or "module+0xoffset" / "??".
 std::string treeSymbol(const Frame& frame);
 
 enum class TreeMetric { Peak, Leaked, Allocated, Count, Temporary };
