@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "analyzer/control.h"
-#include "analyzer/format.h"
 #include "analyzer/sql.h"
 #include "analyzer/tree_index.h"
 
@@ -52,9 +51,15 @@ struct SiteKeyHash {
 
 }  // namespace
 
-// The symbol; a frame without one is its module and offset ("python3.11+0x4fb51c", as every
-// other output names it), so two unnamed functions of one module are not merged into one.
-std::string treeSymbol(const Frame& f) { return unknownFrameName(f); }
+// The symbol, or the module's base name when there is none.
+std::string treeSymbol(const Frame& f) {
+  if (f.function) return *f.function;
+  if (f.module) {
+    auto slash = f.module->rfind('/');
+    return "?? (" + (slash == std::string::npos ? *f.module : f.module->substr(slash + 1)) + ")";
+  }
+  return "??";
+}
 
 std::vector<SiteCost> siteCosts(const Recording& rec, std::optional<int64_t> from, std::optional<int64_t> to) {
   std::vector<Site> rows;

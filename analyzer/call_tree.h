@@ -35,7 +35,7 @@ struct TreeCost {
   }
 };
 
-// A frame's name in a tree (frames are merged by it): the function, or "module+0xoffset" / "??".
+// A frame's name in a tree (frames are merged by it): the function, or "?? (module)" / "??".
 std::string treeSymbol(const Frame& frame);
 
 enum class TreeMetric { Peak, Leaked, Allocated, Count, Temporary };

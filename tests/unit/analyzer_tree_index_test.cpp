@@ -331,17 +331,5 @@ TEST(AnalyzerTreeIndex, DeepPythonPathsEqualTreesFromScratch) {
   }
   EXPECT_EQ(leaves, 128u);
   EXPECT_GE(deepest, 24u + 7u);
-  // Debian's python3.11 exports few symbols: its unnamed frames are named by module and offset,
-  // as frameText() names them in every text output, each its own node, never "??" or "?? (module)".
-  size_t unnamed = 0;
-  for (const CallNode& n : down.nodes) {
-    if (&n == &down.nodes[0] || !n.frame || n.frame->function || n.frame->file || !n.frame->module) continue;
-    ++unnamed;
-    const std::string& name = down.symbol(n);
-    EXPECT_EQ(name, frameText(*n.frame));
-    EXPECT_EQ(name.find("??"), std::string::npos) << name;
-    EXPECT_NE(name.find("+0x"), std::string::npos) << name;
-  }
-  if (rec.info().command.rfind("/usr/bin/python3", 0) == 0) EXPECT_GT(unnamed, 0u);
   expectRangesSameAsScratch(rec);
 }
