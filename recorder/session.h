@@ -35,8 +35,8 @@ struct SessionOptions {
   bool leakScan = true;           // the exit scan for leak kinds (docs/leak-kinds.md); `--scan off`  // false when the caller already warned (static binary)
   // The caller's process ends with the recording (the CLI): once the file is complete, runSession
   // ends the process itself (_exit, stdio flushed) instead of tearing down the recorder's tables,
-  // which the kernel frees anyway. torch_mlp: ~1 GB of hash tables, stack tree, sites and the
-  // symbolizer's caches took 55 ms to free one by one before the process could exit.
+  // which the kernel frees anyway. torch_mlp: the hash tables, stack tree, sites and the
+  // symbolizer's caches took 55-108 ms to free one by one before the process could exit.
   bool exitWhenDone = false;
   RecordingOptions recording;     // origin_ns is set by runSession
   std::string version;            // memledger's version, for meta
