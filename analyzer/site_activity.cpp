@@ -46,9 +46,9 @@ ActivitySites::ActivitySites(const Recording& rec) {
     a.leak_count = e.leak_count;
     a.leak_bytes = e.leak_bytes;
     if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
-      auto it = py.sites.find(PythonSnapshot::Key{e.image_id, e.stack_id, k->code});
-      a.leak_count = it == py.sites.end() ? 0 : it->second.first;
-      a.leak_bytes = it == py.sites.end() ? 0 : it->second.second;
+      const PythonSnapshot::Site* it = py.find(PythonSnapshot::Key{e.image_id, e.stack_id, k->code});
+      a.leak_count = it ? it->count : 0;
+      a.leak_bytes = it ? it->bytes : 0;
     }
     a.peak_count = e.peak_count;
     a.peak_bytes = e.peak_bytes;

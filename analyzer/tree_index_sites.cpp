@@ -73,8 +73,8 @@ bool TreeIndex::readSites(const Recording& rec) {
     Site s{e.stack_id, e.image_id, {}, e.min_size, e.max_size, 0, 0, 255};
     s.cost = {e.peak_bytes, e.leak_bytes, e.alloc_bytes, e.alloc_count, e.temp_count};
     if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
-      auto it = py.sites.find(detail::PythonSnapshot::Key{e.image_id, e.stack_id, e.kind});
-      s.cost.leaked = it == py.sites.end() ? 0 : it->second.second;
+      const detail::PythonSnapshot::Site* it = py.find(detail::PythonSnapshot::Key{e.image_id, e.stack_id, e.kind});
+      s.cost.leaked = it ? it->bytes : 0;
     }
     int& kind = kindOf[std::min<uint64_t>(e.kind, 255)];
     if (kind < 0) {
