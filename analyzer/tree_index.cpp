@@ -414,14 +414,14 @@ bool TreeIndex::applyLive(const Recording& rec, std::vector<TreeCost>& costs, co
   std::vector<char> held(act.spaces().size());  // the activity's spaces the set covers
   for (size_t k = 0; k < act.spaces().size(); ++k) held[k] = live.space(act.spaces()[k]) != nullptr;
   for (size_t i = 0; i < act.all().size(); ++i)
-    if (live.by_site[i].second && activity_site_[i] < 0 && held[size_t(act.all()[i].space_id)]) return false;
+    if (live.by_site[i] && activity_site_[i] < 0 && held[size_t(act.all()[i].space_id)]) return false;
   std::vector<char> covered(spaces_.size());
   for (size_t k = 0; k < spaces_.size(); ++k) covered[k] = live.space(spaces_[k]) != nullptr;
   for (size_t i = 0; i < sites_.size(); ++i)
     if (covered[size_t(site_space_[i])]) costs[i].peak = 0;
   for (size_t i = 0; i < act.all().size(); ++i)
-    if (live.by_site[i].second && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
-      costs[size_t(activity_site_[i])].peak = live.by_site[i].second;
+    if (live.by_site[i] && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
+      costs[size_t(activity_site_[i])].peak = live.by_site[i];
   return true;
 }
 
