@@ -122,7 +122,8 @@ LiveSet liveAt(const Recording& rec, int64_t t, bool bySite) {
   const detail::ActivitySites& sites = rec.activitySites();
   // The buckets that began before t (one beginning at t holds only what came at or after it).
   std::map<std::string, int64_t> cutoff;
-  for (const std::string& space : sites.spaces()) cutoff[space] = t - 1;
+  for (size_t k = 0; k < sites.spaces().size(); ++k)
+    if (sites.spaceActive(k)) cutoff[sites.spaces()[k]] = t - 1;
   // Per image and space: the last bucket starting before t and the first after it; a bucket
   // under way at t makes the answer that of its end.
   struct Around {
@@ -177,7 +178,8 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
   }
   const detail::ActivitySites& sites = rec.activitySites();
   std::map<std::string, bool> hasSites;
-  for (const std::string& space : sites.spaces()) hasSites[space] = true;
+  for (size_t k = 0; k < sites.spaces().size(); ++k)
+    if (sites.spaceActive(k)) hasSites[sites.spaces()[k]] = true;
   std::map<std::string, int64_t> cutoff;
   std::map<std::string, bool> wholeRun;
   for (const NamedSeries& ns : *given) {
@@ -248,7 +250,7 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
   std::vector<char> atWholeRun(sites.spaces().size(), 0);
   for (size_t k = 0; k < sites.spaces().size(); ++k) atWholeRun[k] = wholeRun.count(sites.spaces()[k]) ? 1 : 0;
   for (size_t i = 0; i < sites.all().size(); ++i)
-    if (atWholeRun[size_t(sites.all()[i].space_id)]) live.set(i, sites.all()[i].peak_count, sites.all()[i].peak_bytes);
+    if (sites.all()[i].active && atWholeRun[size_t(sites.all()[i].space_id)]) live.set(i, sites.all()[i].peak_count, sites.all()[i].peak_bytes);
   for (const auto& [space, yes] : wholeRun) cutoff[space] = 0;
   collect(sites, live, cutoff, out, bySite);
   std::sort(out.spaces.begin(), out.spaces.end(), [](const SpaceLive& a, const SpaceLive& b) { return a.space < b.space; });
