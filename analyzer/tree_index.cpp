@@ -147,6 +147,16 @@ struct TreeIndex::Builder {
   // The outermost occurrences of each symbol and edge on every top-down path (a depth-first walk
   // counting what is on the current path), the site slots, the spaces.
   void finish() {
+    // The shapes grew by doubling: a PyTorch run's bottom-up shape (730k nodes, 16 bytes each)
+    // and the sites' ends held a third more than they use.
+    for (Shape* s : {&ix.down_, &ix.up_}) {
+      s->parent.shrink_to_fit();
+      s->symbol.shrink_to_fit();
+      s->frame.shrink_to_fit();
+      s->site_end.shrink_to_fit();
+    }
+    ix.names_.shrink_to_fit();
+    ix.first_frame_.shrink_to_fit();
     const Shape& d = ix.down_;
     const size_t n = d.parent.size();
     std::vector<int32_t> first(n + 1, 0), kids(n);
@@ -163,6 +173,7 @@ struct TreeIndex::Builder {
       if (isNew) ix.edges_.emplace_back(d.symbol[size_t(p)], d.symbol[i]);
       edgeOf[i] = it->second;
     }
+    ix.edges_.shrink_to_fit();
     ix.first_symbol_.assign(n, -1);
     ix.first_edge_.assign(n, -1);
     std::vector<int32_t> onPathSym(ix.names_.size(), 0), onPathEdge(ix.edges_.size(), 0);
