@@ -83,25 +83,10 @@ ActivitySites::ActivitySites(const Recording& rec) {
       j = k;
     }
   }
-  order = {};
-  size_t active = 0;
-  for (const ActivitySite& a : sites_) active += a.active;
-  size_t capacity = 1024;
-  while (capacity < active * 2) capacity *= 2;
-  shift_ = 64 - std::countr_zero(capacity);
-  index_.assign(capacity, -1);
-  for (size_t i = 0; i < sites_.size(); ++i) {
-    ActivitySite& a = sites_[i];
-    // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
-    // apart; the first keeps them.
-    if (!a.active || find(a.image_id, a.stack_id, a.kind) >= 0) {
-      a.active = false;
-      continue;
-    }
-    size_t at = slot(a.image_id, a.stack_id, a.kind);
-    while (index_[at] >= 0) at = (at + 1) & (capacity - 1);
-    index_[at] = int32_t(i);
-  }
+  order = std::vector<uint32_t>();  // `= {}` would keep the capacity
+  // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
+  // apart; the first keeps them, the others are not active.
+  makeIndex();
   spaces_ = spaces;
   std::sort(spaces_.begin(), spaces_.end());
   std::vector<int32_t> sorted(spaces.size());
@@ -127,15 +112,40 @@ ActivitySites::ActivitySites(const Recording& rec) {
   });
   kept_ = kept_ && any;
   if (!kept_) {
-    buckets_ = {};
-    steps_ = {};
+    buckets_ = std::vector<Bucket>();
+    steps_ = std::vector<Step>();
   }
   buckets_.shrink_to_fit();
   steps_.shrink_to_fit();
+  if (kept_) {
+    index_ = std::vector<int32_t>();  // `index_ = {}` would clear it and keep the 8 MB
+    dropped_ = true;
+  }
   Statement q(rec, "SELECT id, end_ns FROM processes WHERE end_ns IS NOT NULL");
   while (q.step()) {
     ends_[q.i64(0)] = q.i64(1);
     lastEnd_ = std::max(lastEnd_, q.i64(1));
+  }
+}
+
+void ActivitySites::makeIndex() {
+  size_t active = 0;
+  for (const ActivitySite& a : sites_) active += a.active;
+  size_t capacity = 1024;
+  while (capacity < active * 2) capacity *= 2;
+  shift_ = 64 - std::countr_zero(capacity);
+  index_.assign(capacity, -1);
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    ActivitySite& a = sites_[i];
+    if (!a.active) continue;
+    size_t at = slot(a.image_id, a.stack_id, a.kind);
+    bool known = false;
+    for (; index_[at] >= 0; at = (at + 1) & (capacity - 1)) {
+      const ActivitySite& s = sites_[size_t(index_[at])];
+      if (s.stack_id == a.stack_id && s.image_id == a.image_id && s.kind == a.kind) known = true;
+    }
+    if (known) a.active = false;
+    else index_[at] = int32_t(i);
   }
 }
 

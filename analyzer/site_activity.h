@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <climits>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,6 +43,7 @@ class ActivitySites {
   // The index of the activity site of a key in all(), or -1 (a site of an entry without totals:
   // a damaged file).
   int32_t find(int64_t image, int64_t stack, uint64_t kind) const {
+    if (dropped_) std::call_once(reindex_, [this] { const_cast<ActivitySites*>(this)->makeIndex(); });
     if (index_.empty()) return -1;
     for (size_t at = slot(image, stack, kind);; at = (at + 1) & (index_.size() - 1)) {
       const int32_t i = index_[at];
@@ -76,8 +78,13 @@ class ActivitySites {
   std::vector<std::string> spaces_;
   std::vector<char> space_active_;
   // The sites by (image, stack, kind): open addressing over indices into sites_ (-1 empty), at
-  // most half full; 4 bytes a slot where a hash map's node took 48.
+  // most half full; 4 bytes a slot where a hash map's node took 48. Once the activity is kept in
+  // memory (each entry with its site) nothing looks a site up: it is dropped (torch_mlp: 8 MB),
+  // and made again if find() is asked.
   std::vector<int32_t> index_;
+  bool dropped_ = false;
+  mutable std::once_flag reindex_;
+  void makeIndex();  // and marks the sites of a key after its first not active
   size_t slot(int64_t image, int64_t stack, uint64_t kind) const {
     const uint64_t h = uint64_t(stack) * 1000003u ^ uint64_t(image) * 31u ^ kind;
     return size_t((h * 0x9E3779B97F4A7C15ull) >> shift_);
