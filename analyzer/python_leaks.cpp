@@ -45,7 +45,7 @@ void readTimedRows(const Recording& rec, const PythonSnapshot& py) {
     });
     if (untimed) {
       py.timed = false;
-      py.rows = {};
+      py.rows = std::vector<PythonSnapshot::Row>();
       return;
     }
     py.rows.shrink_to_fit();
