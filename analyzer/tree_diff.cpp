@@ -11,24 +11,6 @@ namespace memledger::analyzer {
 
 namespace {
 TreeCost negated(const TreeCost& t) { return {-t.peak, -t.leaked, -t.allocated, -t.count, -t.temporary}; }
-}  // namespace
-
-std::vector<SiteCost> negatedCosts(std::vector<SiteCost> costs) {
-  for (SiteCost& c : costs) c.cost = negated(c.cost);
-  return costs;
-}
-
-namespace {
-// B's sites, then A's negated, with their frames in the same order.
-std::pair<std::vector<SiteCost>, SiteFrames> both(const std::vector<SiteCost>& a, const SiteFrames& fa,
-                                                  const std::vector<SiteCost>& b, const SiteFrames& fb) {
-  std::vector<SiteCost> costs = b;
-  std::vector<SiteCost> minusA = negatedCosts(a);
-  costs.insert(costs.end(), minusA.begin(), minusA.end());
-  SiteFrames frames = fb;
-  frames.insert(frames.end(), fa.begin(), fa.end());
-  return {std::move(costs), std::move(frames)};
-}
 
 TreeCost absolute(const TreeCost& c) {
   return {std::llabs(c.peak), std::llabs(c.leaked), std::llabs(c.allocated), std::llabs(c.count), std::llabs(c.temporary)};
@@ -43,22 +25,6 @@ std::vector<TreeCost> changeMagnitudes(const CallTree& tree) {
     if (tree.nodes[n].parent >= 0) out[size_t(tree.nodes[n].parent)] += out[n];
   }
   return out;
-}
-
-DiffTree diffTree(const std::vector<SiteCost>& a, const SiteFrames& fa, const std::vector<SiteCost>& b,
-                  const SiteFrames& fb, TreeDirection direction, const std::optional<std::string>& space) {
-  auto [costs, frames] = both(a, fa, b, fb);
-  DiffTree out;
-  out.tree = buildCallTree(costs, frames, direction, space);
-  out.change = changeMagnitudes(out.tree);
-  return out;
-}
-
-std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const SiteFrames& fa,
-                                         const std::vector<SiteCost>& b, const SiteFrames& fb,
-                                         const std::optional<std::string>& space) {
-  auto [costs, frames] = both(a, fa, b, fb);
-  return callerCallee(costs, frames, space);
 }
 
 DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::vector<SiteCost>&& b, SiteFrames&& framesB,

@@ -13,22 +13,12 @@
 
 namespace memledger::analyzer {
 
-// A's costs with every amount negated.
-std::vector<SiteCost> negatedCosts(std::vector<SiteCost> costs);
-
 struct DiffTree {
   CallTree tree;                // costs B − A
   std::vector<TreeCost> change;  // per node: sum of |self| over it and its descendants
 };
 
-// `a` and `b` with their frames (siteFrames of each recording: the tree points into both, which
-// must outlive it).
-DiffTree diffTree(const std::vector<SiteCost>& a, const SiteFrames& framesA, const std::vector<SiteCost>& b,
-                  const SiteFrames& framesB, TreeDirection direction, const std::optional<std::string>& space = {});
-std::vector<SymbolCost> diffCallerCallee(const std::vector<SiteCost>& a, const SiteFrames& framesA,
-                                         const std::vector<SiteCost>& b, const SiteFrames& framesB,
-                                         const std::optional<std::string>& space = {});
-// The trees of both directions and caller/callee at once, over one merge of the two recordings'
+// B − A's trees of both directions and caller/callee, over one merge of the two recordings'
 // sites whose frames are moved into it, not copied (a PyTorch run's 700,000 sites of ~55 frames
 // are 300 MB of frame pointers a recording; merging them for each of the three was 2 GB).
 struct DiffTrees {

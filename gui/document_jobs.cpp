@@ -85,9 +85,12 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   f.t_to_ns = q.to;
   f.top = kListedSites;
   auto leakControl = std::make_shared<an::QueryControl>();
-  std::future<an::Leaks> rangeLeaks;
-  if (q.from || q.to)
+  std::future<an::Leaks> rangeLeaks, rangeLeaksB;  // B's: B − A's, of the same range
+  if (q.from || q.to) {
     rangeLeaks = std::async(std::launch::async, [&rec, f, leakControl] { return an::leaks(rec, f, *leakControl); });
+    if (r->show == Show::Diff)
+      rangeLeaksB = std::async(std::launch::async, [&q, f, leakControl] { return an::leaks(*q.b->rec, f, *leakControl); });
+  }
   struct CancelOnExit {  // before the future waits for it: a request that fails or is cancelled stops it
     std::shared_ptr<an::QueryControl> control;
     ~CancelOnExit() { control->cancel(); }
@@ -173,7 +176,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   if (r->diff()) {  // B's leaks and sizes of the same range, matched with A's per site
     const RecordingData& b = *q.b;
     std::optional<an::Leaks> rangedB;  // the whole run's are B's report's own, not copied
-    const an::Leaks& leaksB = (q.from || q.to) ? rangedB.emplace(an::leaks(*b.rec, f, control)) : b.report.leaks;
+    const an::Leaks& leaksB = rangeLeaksB.valid() ? rangedB.emplace(rangeLeaksB.get()) : b.report.leaks;
     if (control.cancelled) throw an::Cancelled();
     r->leak_changes = std::make_shared<const an::ListChanges>(an::diffLeaks(r->leaks(), leaksB));
     r->size_changes = an::diffSizes(r->sizes, sizesB);

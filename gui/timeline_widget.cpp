@@ -225,6 +225,11 @@ void TimelineWidget::paintPlot(QPainter& p) {
   small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
   p.setFont(small);
   QColor band = pal.color(QPalette::Highlight);
+  // The legend (drawn last) takes the top margin's right end; a phase name that would run under
+  // it is drawn at the top of its band inside the plot instead ("serve" was cut to "serv").
+  double legendLeft = plot.right() - 12;
+  if (compare_) legendLeft -= p.fontMetrics().horizontalAdvance(tr("dashed: B")) + 8 + 6;
+  for (const auto& entry : legend_) legendLeft -= p.fontMetrics().horizontalAdvance(entry.first) + 18 + 6;
   int i = 0;
   for (const auto& ph : data_->report.phases) {
     double x0 = std::max(plot.left(), xOf(ph.start_ns)), x1 = std::min(plot.right(), xOf(ph.end_ns));
@@ -234,8 +239,13 @@ void TimelineWidget::paintPlot(QPainter& p) {
     p.fillRect(r, band);
     p.setPen(pal.color(QPalette::Text));
     QString label = QString::fromStdString(ph.name);
-    p.drawText(QRectF(x0 + 2, 2, std::max(0.0, x1 - x0 - 4), kTop - 4), Qt::AlignLeft | Qt::AlignVCenter,
-               p.fontMetrics().elidedText(label, Qt::ElideRight, int(std::max(0.0, x1 - x0 - 4))));
+    const double width = p.fontMetrics().horizontalAdvance(label);
+    const double marginRoom = std::min(x1, legendLeft - 3) - x0 - 4;
+    QRectF where = width <= marginRoom || marginRoom >= x1 - x0 - 4
+                       ? QRectF(x0 + 2, 2, std::max(0.0, x1 - x0 - 4), kTop - 4)
+                       : QRectF(x0 + 2, plot.top() + 1, std::max(0.0, x1 - x0 - 4), kTop - 4);
+    p.drawText(where, Qt::AlignLeft | Qt::AlignVCenter,
+               p.fontMetrics().elidedText(label, Qt::ElideRight, int(where.width())));
     bands_.push_back({label, r});
     ++i;
   }
