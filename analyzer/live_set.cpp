@@ -41,58 +41,71 @@ int64_t bucketEnd(int64_t t, int64_t bucket, std::optional<int64_t> next) {
   return next ? std::min(end, *next) : end;
 }
 
+// Each site's live amounts: bytes, and block counts only when a list of sites is made (a range's
+// trees need the bytes alone: 8 bytes a site, where (count, bytes) and a cutoff pointer per site
+// were 24, 16.8 MB for torch_mlp's 700k sites).
+struct Live {
+  std::vector<int64_t> bytes, counts;  // per activity site; counts empty unless asked for
+  void set(size_t i, int64_t count, int64_t b) {
+    bytes[i] = b;
+    if (!counts.empty()) counts[i] = count;
+  }
+};
+
 // Replays the activity: the live amounts of every site whose space has a cutoff, counting the
 // buckets that start at or before it, of images still alive at it. `seen` (optional) hears each
 // (image, space, bucket start) as entries come.
-std::vector<std::pair<int64_t, int64_t>> replay(const Recording& rec, const detail::ActivitySites& sites,
-                                                const std::map<std::string, int64_t>& cutoff,
-                                                const std::function<void(int64_t, const std::string&, int64_t)>& seen = {}) {
-  std::vector<std::pair<int64_t, int64_t>> live(sites.all().size());  // (count, bytes)
+Live replay(const Recording& rec, const detail::ActivitySites& sites, const std::map<std::string, int64_t>& cutoff,
+            bool counts, const std::function<void(int64_t, const std::string&, int64_t)>& seen = {}) {
+  Live live;
+  live.bytes.assign(sites.all().size(), 0);
+  if (counts) live.counts.assign(sites.all().size(), 0);
   std::vector<const int64_t*> cutOfSpace(sites.spaces().size(), nullptr);
   for (size_t k = 0; k < sites.spaces().size(); ++k) {
     auto it = cutoff.find(sites.spaces()[k]);
     if (it != cutoff.end()) cutOfSpace[k] = &it->second;
   }
-  std::vector<const int64_t*> cut(sites.all().size(), nullptr);
-  for (size_t i = 0; i < sites.all().size(); ++i) cut[i] = cutOfSpace[size_t(sites.all()[i].space_id)];
+  auto cutOf = [&](size_t i) { return cutOfSpace[size_t(sites.all()[i].space_id)]; };
   // Without `seen`, buckets after the last cutoff are never looked at.
   int64_t until = INT64_MIN;
   for (const auto& [space, t] : cutoff) until = std::max(until, t);
   if (seen || cutoff.empty()) until = INT64_MAX;
   sites.replay(rec, [&](int64_t image, int64_t t, int32_t i, const detail::SiteActivity& e) {
-    if (i < 0 || !cut[size_t(i)]) return;
+    if (i < 0) return;
+    const int64_t* cut = cutOf(size_t(i));
+    if (!cut) return;
     if (seen) seen(image, sites.spaces()[size_t(sites.all()[size_t(i)].space_id)], t);
-    if (t > *cut[size_t(i)]) return;
-    live[size_t(i)].first += e.allocs - e.frees;
-    live[size_t(i)].second += e.alloc_bytes - e.freed_bytes;
+    if (t > *cut) return;
+    live.bytes[size_t(i)] += e.alloc_bytes - e.freed_bytes;
+    if (counts) live.counts[size_t(i)] += e.allocs - e.frees;
   }, until);
   // An image that ended by the cutoff holds nothing any more (its leftovers stay its leaks).
-  for (size_t i = 0; i < live.size(); ++i)
-    if (cut[i] && sites.gone(sites.all()[i].image_id, *cut[i])) live[i] = {0, 0};
+  for (size_t i = 0; i < live.bytes.size(); ++i)
+    if (const int64_t* cut = cutOf(i); cut && sites.gone(sites.all()[i].image_id, *cut)) live.set(i, 0, 0);
   return live;
 }
 
-void collect(const detail::ActivitySites& sites, std::vector<std::pair<int64_t, int64_t>>& live,
-             const std::map<std::string, int64_t>& cutoff, LiveSet& out, bool bySite) {
+void collect(const detail::ActivitySites& sites, Live& live, const std::map<std::string, int64_t>& cutoff,
+             LiveSet& out, bool bySite) {
   std::vector<char> covered(sites.spaces().size(), 0);
   for (size_t k = 0; k < sites.spaces().size(); ++k) covered[k] = cutoff.count(sites.spaces()[k]) ? 1 : 0;
   std::vector<int64_t> bytes(sites.spaces().size(), 0);
-  for (size_t i = 0; i < live.size(); ++i) {
+  for (size_t i = 0; i < live.bytes.size(); ++i) {
     const detail::ActivitySite& s = sites.all()[i];
     if (!covered[size_t(s.space_id)]) continue;
-    bytes[size_t(s.space_id)] += live[i].second;
-    if (bySite || (live[i].second == 0 && live[i].first == 0)) continue;
+    bytes[size_t(s.space_id)] += live.bytes[i];
+    if (bySite || (live.bytes[i] == 0 && live.counts[i] == 0)) continue;
     out.sites.push_back({s.image_id, s.stack_id, detail::siteKindName(s.kind), sites.spaces()[size_t(s.space_id)],
-                         live[i].first, live[i].second});
+                         live.counts[i], live.bytes[i]});
   }
   for (SpaceLive& sp : out.spaces) {
     auto k = std::lower_bound(sites.spaces().begin(), sites.spaces().end(), sp.space);
     sp.bytes = k != sites.spaces().end() && *k == sp.space ? bytes[size_t(k - sites.spaces().begin())] : 0;
   }
   if (bySite) {
-    for (size_t i = 0; i < live.size(); ++i)
-      if (!covered[size_t(sites.all()[i].space_id)]) live[i] = {0, 0};
-    out.by_site = std::move(live);
+    for (size_t i = 0; i < live.bytes.size(); ++i)
+      if (!covered[size_t(sites.all()[i].space_id)]) live.bytes[i] = 0;
+    out.by_site = std::move(live.bytes);
     return;
   }
   std::sort(out.sites.begin(), out.sites.end(), [](const LiveSite& a, const LiveSite& b) {
@@ -109,14 +122,15 @@ LiveSet liveAt(const Recording& rec, int64_t t, bool bySite) {
   const detail::ActivitySites& sites = rec.activitySites();
   // The buckets that began before t (one beginning at t holds only what came at or after it).
   std::map<std::string, int64_t> cutoff;
-  for (const std::string& space : sites.spaces()) cutoff[space] = t - 1;
+  for (size_t k = 0; k < sites.spaces().size(); ++k)
+    if (sites.spaceActive(k)) cutoff[sites.spaces()[k]] = t - 1;
   // Per image and space: the last bucket starting before t and the first after it; a bucket
   // under way at t makes the answer that of its end.
   struct Around {
     std::optional<int64_t> last, next;
   };
   std::map<std::pair<int64_t, std::string>, Around> around;
-  auto live = replay(rec, sites, cutoff, [&](int64_t image, const std::string& space, int64_t start) {
+  Live live = replay(rec, sites, cutoff, !bySite, [&](int64_t image, const std::string& space, int64_t start) {
     Around& a = around[{image, space}];
     if (start < t) a.last = std::max(a.last.value_or(start), start);
     else a.next = std::min(a.next.value_or(start), start);
@@ -164,7 +178,8 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
   }
   const detail::ActivitySites& sites = rec.activitySites();
   std::map<std::string, bool> hasSites;
-  for (const std::string& space : sites.spaces()) hasSites[space] = true;
+  for (size_t k = 0; k < sites.spaces().size(); ++k)
+    if (sites.spaceActive(k)) hasSites[sites.spaces()[k]] = true;
   std::map<std::string, int64_t> cutoff;
   std::map<std::string, bool> wholeRun;
   for (const NamedSeries& ns : *given) {
@@ -225,17 +240,17 @@ LiveSet rangePeak(const Recording& rec, int64_t from, int64_t to, const std::vec
     cutoff[ns.name] = b.t_ns;
     out.spaces.push_back(sp);
   }
-  std::vector<std::pair<int64_t, int64_t>> live;
+  Live live;
   {
     detail::Stage replaying(given == &read ? 0.4 : 0, 1);
-    live = replay(rec, sites, cutoff);
+    live = replay(rec, sites, cutoff, !bySite);
   }
   // Spaces at their whole-run peak: the recorder's live set then (each site's amount at its
   // image's peak of the account, as the trees' whole-run peak).
   std::vector<char> atWholeRun(sites.spaces().size(), 0);
   for (size_t k = 0; k < sites.spaces().size(); ++k) atWholeRun[k] = wholeRun.count(sites.spaces()[k]) ? 1 : 0;
   for (size_t i = 0; i < sites.all().size(); ++i)
-    if (atWholeRun[size_t(sites.all()[i].space_id)]) live[i] = {sites.all()[i].peak_count, sites.all()[i].peak_bytes};
+    if (sites.all()[i].active && atWholeRun[size_t(sites.all()[i].space_id)]) live.set(i, sites.all()[i].peak_count, sites.all()[i].peak_bytes);
   for (const auto& [space, yes] : wholeRun) cutoff[space] = 0;
   collect(sites, live, cutoff, out, bySite);
   std::sort(out.spaces.begin(), out.spaces.end(), [](const SpaceLive& a, const SpaceLive& b) { return a.space < b.space; });

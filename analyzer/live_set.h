@@ -60,9 +60,9 @@ struct LiveSet {
   std::vector<SpaceLive> spaces;          // name order
   std::vector<LiveSite> sites;            // bytes descending
   const SpaceLive* space(const std::string& name) const;
-  // Asked for with `bySite` instead of `sites` (for TreeIndex::applyLive()): the (count, bytes)
-  // of each site of Recording::activitySites(), in its order (0 outside the spaces covered).
-  std::vector<std::pair<int64_t, int64_t>> by_site;
+  // Asked for with `bySite` instead of `sites` (for TreeIndex::applyLive()): the live bytes of
+  // each site of Recording::activitySites(), in its order (0 outside the spaces covered).
+  std::vector<int64_t> by_site;
 };
 
 // What every site held at t_ns, in every space (of the processes alive then).

@@ -45,7 +45,7 @@ void readTimedRows(const Recording& rec, const PythonSnapshot& py) {
     });
     if (untimed) {
       py.timed = false;
-      py.rows = {};
+      py.rows = std::vector<PythonSnapshot::Row>();
       return;
     }
     py.rows.shrink_to_fit();
@@ -155,9 +155,9 @@ std::string pythonLeaks(const Recording& rec, const Filter& filter, Leaks& out, 
       return k;
     };
     if (snapshot) {
-      for (const auto& [key, amount] : snapshot->sites)
-        if (key.image == image)
-          if (const int k = kindOf(key.kind); k >= 0) live.push_back({key.stack, uint16_t(k), amount.first, amount.second});
+      for (const PythonSnapshot::Site& site : snapshot->sites)
+        if (site.key.image == image)
+          if (const int k = kindOf(site.key.kind); k >= 0) live.push_back({site.key.stack, uint16_t(k), site.count, site.bytes});
     } else if (py.timed) {  // the rows in memory
       for (const PythonSnapshot::Row& row : py.rows)
         if (row.image == image && row.t <= to && row.t > after)
@@ -228,15 +228,38 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
   }
   if (out->images.empty()) return out;
   // torch_mlp's import: 213k entries, 210k sites.
-  PythonSnapshot::Key key;
+  // The entries come by image, stack id, kind and bucket: a site's buckets are consecutive (sorted
+  // and merged again below all the same, whatever the order).
+  std::vector<PythonSnapshot::Site>& sites = out->sites;
+  auto before = [](const PythonSnapshot::Key& a, const PythonSnapshot::Key& b) {
+    return a.image != b.image ? a.image < b.image : a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind;
+  };
+  bool sorted = true;
   forEachFinalizeSite(rec, std::nullopt, [&](const FinalizeSite& s) {
-    key.image = s.image_id;
-    key.stack = s.stack_id;
-    key.kind = s.kind;
-    auto& v = out->sites[key];
-    v.first += s.count;
-    v.second += s.bytes;
+    const PythonSnapshot::Key key{s.image_id, s.stack_id, s.kind};
+    if (!sites.empty() && sites.back().key == key) {
+      sites.back().count += s.count;
+      sites.back().bytes += s.bytes;
+      return;
+    }
+    if (!sites.empty() && !before(sites.back().key, key)) sorted = false;
+    sites.push_back({key, s.count, s.bytes});
   });
+  if (!sorted) {
+    std::stable_sort(sites.begin(), sites.end(),
+                     [&](const PythonSnapshot::Site& a, const PythonSnapshot::Site& b) { return before(a.key, b.key); });
+    size_t n = 0;
+    for (size_t i = 0; i < sites.size(); ++i) {
+      if (n > 0 && sites[n - 1].key == sites[i].key) {
+        sites[n - 1].count += sites[i].count;
+        sites[n - 1].bytes += sites[i].bytes;
+      } else {
+        sites[n++] = sites[i];
+      }
+    }
+    sites.resize(n);
+  }
+  sites.shrink_to_fit();
   return out;
 }
 
@@ -250,9 +273,9 @@ void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
     key.image = s.image_id;
     key.stack = s.stack_id;
     key.kind = PythonSnapshot::kindCode(s.kind);
-    auto it = py.sites.find(key);
-    s.leak_count = it == py.sites.end() ? 0 : it->second.first;
-    s.leak_bytes = it == py.sites.end() ? 0 : it->second.second;
+    const PythonSnapshot::Site* it = py.find(key);
+    s.leak_count = it ? it->count : 0;
+    s.leak_bytes = it ? it->bytes : 0;
   }
 }
 

@@ -24,7 +24,6 @@ ActivitySites::ActivitySites(const Recording& rec) {
   std::unordered_map<std::pair<int64_t, int64_t>, std::string, PairHash> names;  // (image, account) -> space
   for (const SpacePeak& sp : spacePeaks(rec)) names[{sp.image_id, sp.account}] = sp.name;  // the last, as siteRows()
   const PythonSnapshot& py = rec.pythonSnapshot();
-  std::vector<int64_t> allocated;  // per row read: its sort key
   std::vector<std::string> spaces;  // in order of appearance, then sorted below
   auto spaceOf = [&](const std::string& name) {
     auto it = std::find(spaces.begin(), spaces.end(), name);
@@ -32,60 +31,72 @@ ActivitySites::ActivitySites(const Recording& rec) {
     spaces.push_back(name);
     return int32_t(spaces.size() - 1);
   };
-  std::vector<ActivitySite> rows;
+  // Counted first, so the table is made at its size (a vector grown by doubling held up to three
+  // times it while it grew: 180 MB for a PyTorch run).
+  size_t count = 0;
+  forEachSite(rec, [&](const SiteEntry&) { ++count; });
+  sites_.reserve(count);
   forEachSite(rec, [&](const SiteEntry& e) {
-    const kinds::KindInfo* k = kinds::info(e.kind);
-    if (!k) return;
-    allocated.push_back(e.alloc_bytes);
-    ActivitySite& a = rows.emplace_back();
+    if (sites_.size() == count) return;  // the file changed between the passes (it is read-only)
+    ActivitySite& a = sites_.emplace_back();
     a.image_id = e.image_id;
     a.stack_id = e.stack_id;
-    a.kind = uint8_t(k->code);
+    a.kind = uint8_t(std::min<uint64_t>(e.kind, 255));
+    a.active = kinds::info(e.kind) != nullptr;
     auto name = names.find({e.image_id, int64_t(e.account)});
     a.space_id = spaceOf(name != names.end() ? name->second : (e.account == 1 ? "mmap" : "heap"));
-    a.leak_count = e.leak_count;
     a.leak_bytes = e.leak_bytes;
     if (std::binary_search(py.images.begin(), py.images.end(), e.image_id)) {
-      auto it = py.sites.find(PythonSnapshot::Key{e.image_id, e.stack_id, k->code});
-      a.leak_count = it == py.sites.end() ? 0 : it->second.first;
-      a.leak_bytes = it == py.sites.end() ? 0 : it->second.second;
+      const PythonSnapshot::Site* it = py.find(PythonSnapshot::Key{e.image_id, e.stack_id, e.kind});
+      a.leak_bytes = it ? it->bytes : 0;
     }
     a.peak_count = e.peak_count;
     a.peak_bytes = e.peak_bytes;
+    a.alloc_bytes = e.alloc_bytes;
+    a.alloc_count = e.alloc_count;
+    a.temp_count = e.temp_count;
+    a.min_size = e.min_size;
+    a.max_size = e.max_size;
   });
-  // Sorted by index (the file's order among full ties, as a stable sort), not 64-byte rows.
-  std::vector<uint32_t> order(rows.size());
+  // Sorted by index (the file's order among full ties, as a stable sort), then moved in place
+  // along the permutation's cycles: no second table.
+  std::vector<uint32_t> order(sites_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
   std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    const ActivitySite &a = rows[x], &b = rows[y];
-    if (allocated[x] != allocated[y]) return allocated[x] > allocated[y];
+    const ActivitySite &a = sites_[x], &b = sites_[y];
+    if (a.alloc_bytes != b.alloc_bytes) return a.alloc_bytes > b.alloc_bytes;
     if (a.stack_id != b.stack_id) return a.stack_id < b.stack_id;
     if (a.kind != b.kind) return std::string_view(siteKindName(a.kind)) < std::string_view(siteKindName(b.kind));
     return x < y;
   });
-  size_t capacity = 1024;
-  while (capacity < rows.size() * 2) capacity *= 2;
-  shift_ = 64 - std::countr_zero(capacity);
-  index_.assign(capacity, -1);
-  sites_.reserve(rows.size());
-  for (uint32_t i : order) {
-    const ActivitySite& a = rows[i];
-    // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
-    // apart; the first keeps them.
-    if (find(a.image_id, a.stack_id, a.kind) >= 0) continue;
-    size_t at = slot(a.image_id, a.stack_id, a.kind);
-    while (index_[at] >= 0) at = (at + 1) & (capacity - 1);
-    index_[at] = int32_t(sites_.size());
-    sites_.push_back(a);
+  for (size_t i = 0; i < order.size(); ++i) {  // sites_[j] becomes the old sites_[order[j]]
+    if (order[i] == i) continue;
+    const ActivitySite first = sites_[i];
+    for (size_t j = i;;) {
+      const size_t k = order[j];
+      order[j] = uint32_t(j);
+      if (k == i) {
+        sites_[j] = first;
+        break;
+      }
+      sites_[j] = sites_[k];
+      j = k;
+    }
   }
-  rows = {};
-  allocated = {};
+  order = std::vector<uint32_t>();  // `= {}` would keep the capacity
+  // A stack and kind with sites in two accounts (a pool and the heap): entries cannot tell them
+  // apart; the first keeps them, the others are not active.
+  makeIndex();
   spaces_ = spaces;
   std::sort(spaces_.begin(), spaces_.end());
   std::vector<int32_t> sorted(spaces.size());
   for (size_t k = 0; k < spaces.size(); ++k)
     sorted[k] = int32_t(std::lower_bound(spaces_.begin(), spaces_.end(), spaces[k]) - spaces_.begin());
-  for (ActivitySite& a : sites_) a.space_id = sorted[size_t(a.space_id)];
+  space_active_.assign(spaces_.size(), 0);
+  for (ActivitySite& a : sites_) {
+    a.space_id = sorted[size_t(a.space_id)];
+    if (a.active) space_active_[size_t(a.space_id)] = 1;
+  }
   kept_ = true;
   const bool any = forEachActivity(rec, [&](int64_t image, int64_t t, const SiteActivity& e) {
     if (!kept_) return;
@@ -101,15 +112,40 @@ ActivitySites::ActivitySites(const Recording& rec) {
   });
   kept_ = kept_ && any;
   if (!kept_) {
-    buckets_ = {};
-    steps_ = {};
+    buckets_ = std::vector<Bucket>();
+    steps_ = std::vector<Step>();
   }
   buckets_.shrink_to_fit();
   steps_.shrink_to_fit();
+  if (kept_) {
+    index_ = std::vector<int32_t>();  // `index_ = {}` would clear it and keep the 8 MB
+    dropped_ = true;
+  }
   Statement q(rec, "SELECT id, end_ns FROM processes WHERE end_ns IS NOT NULL");
   while (q.step()) {
     ends_[q.i64(0)] = q.i64(1);
     lastEnd_ = std::max(lastEnd_, q.i64(1));
+  }
+}
+
+void ActivitySites::makeIndex() {
+  size_t active = 0;
+  for (const ActivitySite& a : sites_) active += a.active;
+  size_t capacity = 1024;
+  while (capacity < active * 2) capacity *= 2;
+  shift_ = 64 - std::countr_zero(capacity);
+  index_.assign(capacity, -1);
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    ActivitySite& a = sites_[i];
+    if (!a.active) continue;
+    size_t at = slot(a.image_id, a.stack_id, a.kind);
+    bool known = false;
+    for (; index_[at] >= 0; at = (at + 1) & (capacity - 1)) {
+      const ActivitySite& s = sites_[size_t(index_[at])];
+      if (s.stack_id == a.stack_id && s.image_id == a.image_id && s.kind == a.kind) known = true;
+    }
+    if (known) a.active = false;
+    else index_[at] = int32_t(i);
   }
 }
 

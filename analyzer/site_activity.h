@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <climits>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,23 +16,34 @@
 
 namespace memledger::analyzer::detail {
 
-// The file's sites by (image, stack, kind code): site_buckets entries name a site by stack and kind.
-// 56 bytes (a PyTorch run has 700,000): its space by index, no name of its own.
+// The file's sites, every one of them: the one table of sites the activity (site_buckets entries
+// name a site by stack and kind) and the tree index (analyzer/tree_index.h: the sites with any
+// amount) share. 88 bytes (a PyTorch run has 700,000): its space by index, no name of its own.
+// In siteRows()' order: alloc_bytes descending, stack id, kind name, the file's order.
 struct ActivitySite {
   int64_t image_id = 0, stack_id = 0;
-  int64_t leak_count = 0, leak_bytes = 0;  // live when its image ended
+  int64_t leak_bytes = 0;                  // live when its image ended (a Python image: at finalization)
   int64_t peak_count = 0, peak_bytes = 0;  // live at its image's peak of its account
+  int64_t alloc_bytes = 0, alloc_count = 0, temp_count = 0;
+  int64_t min_size = 0, max_size = 0;
   int32_t space_id = 0;                    // its space: ActivitySites::spaces()[space_id]
-  uint8_t kind = 0;                        // its kind's code (schemas/kinds.h)
+  uint8_t kind = 0;                        // its kind's code (schemas/kinds.h); 255 for codes beyond
+  // An activity site: of a kind of schemas/kinds.h, and the first of its (image, stack, kind) (a
+  // stack and kind with sites in two accounts, a pool and the heap: entries cannot tell them
+  // apart). find() and replay() name only these; the others hold no activity.
+  bool active = false;
 };
 class ActivitySites {
  public:
   explicit ActivitySites(const Recording& rec);
   const std::vector<ActivitySite>& all() const { return sites_; }
-  // The spaces of the sites, in name order.
+  // The spaces of the sites, in name order; active(k): whether an activity site is of space k.
   const std::vector<std::string>& spaces() const { return spaces_; }
-  // The index of a site in all(), or -1 (a site of an entry without totals: a damaged file).
+  bool spaceActive(size_t k) const { return space_active_[k] != 0; }
+  // The index of the activity site of a key in all(), or -1 (a site of an entry without totals:
+  // a damaged file).
   int32_t find(int64_t image, int64_t stack, uint64_t kind) const {
+    if (dropped_) std::call_once(reindex_, [this] { const_cast<ActivitySites*>(this)->makeIndex(); });
     if (index_.empty()) return -1;
     for (size_t at = slot(image, stack, kind);; at = (at + 1) & (index_.size() - 1)) {
       const int32_t i = index_[at];
@@ -64,9 +76,15 @@ class ActivitySites {
  private:
   std::vector<ActivitySite> sites_;
   std::vector<std::string> spaces_;
+  std::vector<char> space_active_;
   // The sites by (image, stack, kind): open addressing over indices into sites_ (-1 empty), at
-  // most half full; 4 bytes a slot where a hash map's node took 48.
+  // most half full; 4 bytes a slot where a hash map's node took 48. Once the activity is kept in
+  // memory (each entry with its site) nothing looks a site up: it is dropped (torch_mlp: 8 MB),
+  // and made again if find() is asked.
   std::vector<int32_t> index_;
+  bool dropped_ = false;
+  mutable std::once_flag reindex_;
+  void makeIndex();  // and marks the sites of a key after its first not active
   size_t slot(int64_t image, int64_t stack, uint64_t kind) const {
     const uint64_t h = uint64_t(stack) * 1000003u ^ uint64_t(image) * 31u ^ kind;
     return size_t((h * 0x9E3779B97F4A7C15ull) >> shift_);

@@ -79,7 +79,7 @@ Replay replay(const Recording& rec, const ChartRequest& req, const Grid& grid, G
   std::vector<const Frame*> frames;
   for (size_t i = 0; i < sites.all().size(); ++i) {
     const detail::ActivitySite& s = sites.all()[i];
-    if (req.space && sites.spaces()[size_t(s.space_id)] != *req.space) continue;
+    if (!s.active || (req.space && sites.spaces()[size_t(s.space_id)] != *req.space)) continue;
     if ((i & 1023) == 0) detail::throwIfCancelled();
     frames.clear();
     rec.stackFrames(s.stack_id, &frames);

@@ -428,7 +428,7 @@ Leaks leaks(const Recording& rec, const Filter& filter) {
     // merged first, then cut.
     out.sites.reserve(rows.rows.size());
     for (const detail::LeakRow& r : rows.rows) out.sites.push_back(amountOf(r));
-    rows.rows = {};
+    rows.rows = std::vector<detail::LeakRow>();
     detail::attachLeakKinds(rec, filter, out);  // leak kinds (leak_kinds.cpp)
     out.sites = detail::mergeAcrossProcesses(rec, std::move(out.sites));
     out.site_count = out.sites.size();

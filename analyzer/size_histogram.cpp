@@ -204,9 +204,10 @@ SizeHistogram sizeHistogram(const Recording& rec, const TreeIndex& index, const 
   const size_t n = std::min(index.sites_.size(), costs.size());
   auto each = [&](auto&& f) {
     for (size_t i = 0; i < n; ++i) {
-      const TreeIndex::Site& s = index.sites_[i];
-      if (costs[i].count > 0)
-        f(SiteSizes{{s.image_id, s.stack_id, index.kinds_[s.kind]}, costs[i].count, costs[i].allocated, s.min_size, s.max_size});
+      if (costs[i].count <= 0) continue;
+      const detail::ActivitySite& s = index.row(i);
+      f(SiteSizes{{s.image_id, s.stack_id, index.kinds_[index.sites_[i].kind]}, costs[i].count, costs[i].allocated,
+                  s.min_size, s.max_size});
     }
   };
   return histogramOf(rec, each, {}, t_from_ns, t_to_ns, top_sites);

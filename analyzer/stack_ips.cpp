@@ -55,7 +55,7 @@ void StackIps::readPacked(int64_t stack_id) {
         whole = readVarint(p, end, &ip) && ip <= UINT32_MAX;
         if (whole) ips.push_back(static_cast<uint32_t>(ip));
       }
-      if (!find(id)) {  // an id already read keeps its first reading
+      if (Node known; !find(id, known)) {  // an id already read keeps its first reading
         int64_t parent = gap == 0 || gap >= uint64_t(id) ? 0 : id - static_cast<int64_t>(gap);
         put(id, Node{parent, arena_.size(), std::min<size_t>(ips.size(), kMaxNodeIps)});
         arena_.insert(arena_.end(), ips.begin(), ips.end());
@@ -72,23 +72,32 @@ void StackIps::readPacked(int64_t stack_id) {
   put(stack_id, Node{0, arena_.size(), 0});
 }
 
-const StackIps::Node* StackIps::find(int64_t id) const {
-  if (id >= 0 && id < int64_t(dense_.size())) return dense_[size_t(id)].off == kUnread ? nullptr : &dense_[size_t(id)];
+bool StackIps::find(int64_t id, Node& out) const {
+  if (id >= 0 && id < int64_t(dense_.size()) && dense_[size_t(id)].off != kUnread) {
+    const DenseNode& d = dense_[size_t(id)];
+    out = Node{int64_t(d.parent), d.off, d.count};
+    return true;
+  }
   auto it = nodes_.find(id);
-  return it == nodes_.end() ? nullptr : &it->second;
+  if (it == nodes_.end()) return false;
+  out = it->second;
+  return true;
 }
 
 void StackIps::put(int64_t id, Node n) {
-  if (id < 0 || id >= kDenseIds) {
-    nodes_.emplace(id, n);
+  // A node that does not fit a dense one (a parent past 2^32, ips past 2^32 - 1 in the arena) is
+  // kept in the map; so is an id already read there.
+  const bool fits = n.parent >= 0 && n.parent <= int64_t(UINT32_MAX) && n.off < kUnread;
+  if (id < 0 || id >= kDenseIds || !fits || nodes_.count(id)) {
+    if (!(id >= 0 && id < int64_t(dense_.size()) && dense_[size_t(id)].off != kUnread)) nodes_.emplace(id, n);
     return;
   }
   // Grown by a quarter, not doubled: a PyTorch run has 10^6 stack nodes, and a doubled vector
   // was a third empty.
   if (id >= int64_t(dense_.size()))
     dense_.resize(std::min<size_t>(size_t(kDenseIds), std::max<size_t>(size_t(id) + 1, dense_.size() + dense_.size() / 4)),
-                  Node{0, kUnread, 0});
-  if (dense_[size_t(id)].off == kUnread) dense_[size_t(id)] = n;
+                  DenseNode{0, kUnread, 0});
+  if (dense_[size_t(id)].off == kUnread) dense_[size_t(id)] = DenseNode{uint32_t(n.parent), uint32_t(n.off), uint32_t(n.count)};
 }
 
 std::vector<uint32_t> StackIps::of(int64_t stack_id) {
@@ -109,13 +118,14 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
   out.clear();
   size_t hops = 0;  // rows with empty ips make no frames: count rows too
   for (int64_t id = stack_id; id != 0 && out.size() < kMaxFrames && hops++ < kMaxFrames;) {
-    const Node* found = find(id);
+    Node n;
+    bool found = find(id, n);
     if (!found && !read) return false;
     if (!found && packed_) {
       readPacked(id);
-      found = find(id);
+      found = find(id, n);
     } else if (!found) {
-      Node n{0, arena_.size(), 0};
+      n = Node{0, arena_.size(), 0};
       sqlite3_bind_int64(stmt_, 1, id);
       int rc = sqlite3_step(stmt_);
       if (rc == SQLITE_ROW) {
@@ -129,9 +139,9 @@ bool StackIps::walk(int64_t stack_id, std::vector<uint32_t>& out, bool read) {
       }
       sqlite3_reset(stmt_);
       put(id, n);
-      found = find(id);
+      found = find(id, n);
     }
-    const Node& n = *found;
+    if (!found) break;  // not kept (cannot happen: put() keeps every node)
     out.insert(out.end(), arena_.begin() + static_cast<std::ptrdiff_t>(n.off),
                arena_.begin() + static_cast<std::ptrdiff_t>(n.off + n.count));
     id = n.parent == id ? 0 : n.parent;

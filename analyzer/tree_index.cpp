@@ -147,6 +147,16 @@ struct TreeIndex::Builder {
   // The outermost occurrences of each symbol and edge on every top-down path (a depth-first walk
   // counting what is on the current path), the site slots, the spaces.
   void finish() {
+    // The shapes grew by doubling: a PyTorch run's bottom-up shape (730k nodes, 16 bytes each)
+    // and the sites' ends held a third more than they use.
+    for (Shape* s : {&ix.down_, &ix.up_}) {
+      s->parent.shrink_to_fit();
+      s->symbol.shrink_to_fit();
+      s->frame.shrink_to_fit();
+      s->site_end.shrink_to_fit();
+    }
+    ix.names_.shrink_to_fit();
+    ix.first_frame_.shrink_to_fit();
     const Shape& d = ix.down_;
     const size_t n = d.parent.size();
     std::vector<int32_t> first(n + 1, 0), kids(n);
@@ -163,6 +173,7 @@ struct TreeIndex::Builder {
       if (isNew) ix.edges_.emplace_back(d.symbol[size_t(p)], d.symbol[i]);
       edgeOf[i] = it->second;
     }
+    ix.edges_.shrink_to_fit();
     ix.first_symbol_.assign(n, -1);
     ix.first_edge_.assign(n, -1);
     std::vector<int32_t> onPathSym(ix.names_.size(), 0), onPathEdge(ix.edges_.size(), 0);
@@ -185,8 +196,8 @@ struct TreeIndex::Builder {
     ix.by_slot_.resize(ix.sites_.size());
     for (size_t i = 0; i < ix.sites_.size(); ++i) ix.by_slot_[i] = int32_t(i);
     std::stable_sort(ix.by_slot_.begin(), ix.by_slot_.end(), [&](int32_t a, int32_t b) {
-      return slotKey(ix.sites_[size_t(a)].stack_id, ix.sites_[size_t(a)].code) <
-             slotKey(ix.sites_[size_t(b)].stack_id, ix.sites_[size_t(b)].code);
+      return slotKey(ix.row(size_t(a)).stack_id, ix.sites_[size_t(a)].code) <
+             slotKey(ix.row(size_t(b)).stack_id, ix.sites_[size_t(b)].code);
     });
   }
 };
@@ -215,7 +226,7 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
   std::vector<const Frame*> frames;
   const size_t n = ix->sites_.size();
   for (size_t i = 0; i < n; ++i) {
-    rec.stackFrames(ix->sites_[i].stack_id, &frames);  // checks for a cancel
+    rec.stackFrames(ix->row(i).stack_id, &frames);  // checks for a cancel
     b.addSite(frames);
     if ((i & 4095) == 0) detail::progress(double(i) / double(n));
   }
@@ -251,15 +262,15 @@ std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64
                                        std::optional<int64_t> to) const {
   std::vector<TreeCost> out(sites_.size());
   if (!from && !to) {
-    for (size_t i = 0; i < sites_.size(); ++i) out[i] = sites_[i].cost;
+    for (size_t i = 0; i < sites_.size(); ++i) out[i] = cost(i);
     return out;
   }
   const int version = rec.info().schema_version;
   // With frees per bucket (version 7) a range's temporaries are those freed in it.
   const bool rangedTemporaries = detail::hasBucketFrees(version);
   for (size_t i = 0; i < sites_.size(); ++i) {
-    out[i].peak = sites_[i].cost.peak;
-    if (!rangedTemporaries) out[i].temporary = sites_[i].cost.temporary;
+    out[i].peak = row(i).peak_bytes;
+    if (!rangedTemporaries) out[i].temporary = row(i).temp_count;
   }
   const int64_t a = from.value_or(INT64_MIN), b = to.value_or(INT64_MAX);
   auto add = [&](int64_t stack, uint64_t kind, int64_t count, int64_t bytes, int64_t temps) {
@@ -318,8 +329,8 @@ std::vector<SiteCost> TreeIndex::siteCosts(const std::vector<TreeCost>& costs) c
 
 std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCost>& sites) const {
   std::vector<TreeCost> out(sites_.size());
-  auto same = [&](const Site& a, const SiteCost& b) {
-    return a.stack_id == b.stack_id && a.image_id == b.image_id && kinds_[a.kind] == b.kind;
+  auto same = [&](size_t i, const SiteCost& b) {
+    return row(i).stack_id == b.stack_id && row(i).image_id == b.image_id && kinds_[sites_[i].kind] == b.kind;
   };
   // In the index's order (siteCosts() keeps it), one pass; a site out of that order (a live set
   // appends those it adds) is looked up among the sites sorted by key (made once; of sites with
@@ -329,7 +340,7 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
   for (const SiteCost& c : sites) {
     if (inOrder) {
       const size_t from = at;
-      while (at < sites_.size() && !same(sites_[at], c)) ++at;
+      while (at < sites_.size() && !same(at, c)) ++at;
       if (at < sites_.size()) {
         out[at++] += c.cost;
         continue;
@@ -348,11 +359,11 @@ std::optional<std::vector<TreeCost>> TreeIndex::costsOf(const std::vector<SiteCo
 int32_t TreeIndex::slotOf(int64_t stack, uint64_t kind) const {
   const uint64_t key = slotKey(stack, kind);
   auto it = std::upper_bound(by_slot_.begin(), by_slot_.end(), key, [&](uint64_t k, int32_t s) {
-    return k < slotKey(sites_[size_t(s)].stack_id, sites_[size_t(s)].code);
+    return k < slotKey(row(size_t(s)).stack_id, sites_[size_t(s)].code);
   });
   if (it == by_slot_.begin()) return -1;
-  const Site& s = sites_[size_t(*std::prev(it))];
-  return slotKey(s.stack_id, s.code) == key ? *std::prev(it) : -1;
+  const size_t s = size_t(*std::prev(it));
+  return slotKey(row(s).stack_id, sites_[s].code) == key ? *std::prev(it) : -1;
 }
 
 int32_t TreeIndex::byKey(int64_t image, int64_t stack, uint64_t kind) const {
@@ -360,12 +371,13 @@ int32_t TreeIndex::byKey(int64_t image, int64_t stack, uint64_t kind) const {
   const uint64_t code = std::min(kind, kUnknownKind);
   auto it = std::upper_bound(by_key_.begin(), by_key_.end(), std::tie(image, stack, code),
                              [&](const std::tuple<const int64_t&, const int64_t&, const uint64_t&>& k, int32_t s) {
-                               const Site& x = sites_[size_t(s)];
-                               return k < std::make_tuple(x.image_id, x.stack_id, uint64_t(x.code));
+                               const detail::ActivitySite& x = row(size_t(s));
+                               return k < std::make_tuple(x.image_id, x.stack_id, uint64_t(sites_[size_t(s)].code));
                              });
   if (it == by_key_.begin()) return -1;
-  const Site& x = sites_[size_t(*std::prev(it))];
-  return x.image_id == image && x.stack_id == stack && x.code == code ? *std::prev(it) : -1;
+  const size_t s = size_t(*std::prev(it));
+  const detail::ActivitySite& x = row(s);
+  return x.image_id == image && x.stack_id == stack && sites_[s].code == code ? *std::prev(it) : -1;
 }
 
 void TreeIndex::sortByKey() const {
@@ -373,8 +385,8 @@ void TreeIndex::sortByKey() const {
     by_key_.resize(sites_.size());
     for (size_t i = 0; i < sites_.size(); ++i) by_key_[i] = int32_t(i);
     std::stable_sort(by_key_.begin(), by_key_.end(), [&](int32_t a, int32_t b) {
-      const Site &x = sites_[size_t(a)], &y = sites_[size_t(b)];
-      return std::tie(x.image_id, x.stack_id, x.code) < std::tie(y.image_id, y.stack_id, y.code);
+      const detail::ActivitySite &x = row(size_t(a)), &y = row(size_t(b));
+      return std::tie(x.image_id, x.stack_id, sites_[size_t(a)].code) < std::tie(y.image_id, y.stack_id, sites_[size_t(b)].code);
     });
   });
 }
@@ -399,6 +411,7 @@ void TreeIndex::mapActivity(const Recording& rec) const {
     activity_site_.assign(act.all().size(), -1);
     for (size_t i = 0; i < act.all().size(); ++i) {
       const detail::ActivitySite& a = act.all()[i];
+      if (!a.active) continue;  // no activity names it
       activity_slot_[i] = slotOf(a.stack_id, a.kind);
       activity_site_[i] = byKey(a.image_id, a.stack_id, a.kind);  // the last site of the key, as costsOf() finds it
     }
@@ -414,14 +427,14 @@ bool TreeIndex::applyLive(const Recording& rec, std::vector<TreeCost>& costs, co
   std::vector<char> held(act.spaces().size());  // the activity's spaces the set covers
   for (size_t k = 0; k < act.spaces().size(); ++k) held[k] = live.space(act.spaces()[k]) != nullptr;
   for (size_t i = 0; i < act.all().size(); ++i)
-    if (live.by_site[i].second && activity_site_[i] < 0 && held[size_t(act.all()[i].space_id)]) return false;
+    if (live.by_site[i] && activity_site_[i] < 0 && held[size_t(act.all()[i].space_id)]) return false;
   std::vector<char> covered(spaces_.size());
   for (size_t k = 0; k < spaces_.size(); ++k) covered[k] = live.space(spaces_[k]) != nullptr;
   for (size_t i = 0; i < sites_.size(); ++i)
     if (covered[size_t(site_space_[i])]) costs[i].peak = 0;
   for (size_t i = 0; i < act.all().size(); ++i)
-    if (live.by_site[i].second && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
-      costs[size_t(activity_site_[i])].peak = live.by_site[i].second;
+    if (live.by_site[i] && activity_site_[i] >= 0 && held[size_t(act.all()[i].space_id)])
+      costs[size_t(activity_site_[i])].peak = live.by_site[i];
   return true;
 }
 

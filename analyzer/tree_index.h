@@ -23,6 +23,7 @@
 
 #include "analyzer/call_tree.h"
 #include "analyzer/live_set.h"
+#include "analyzer/site_activity.h"
 
 namespace memledger::analyzer {
 
@@ -38,8 +39,9 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   static std::shared_ptr<const TreeIndex> build(std::vector<SiteCost> sites, const SiteFrames& frames);
 
   // The sites, with their whole-run amounts; every vector of costs below is in this order. Kept
-  // compact (80 bytes a site, kind and space by index: a PyTorch run has 700,000), so a site is
-  // made on request and sites() is a copy of them all.
+  // compact (8 bytes a site, a row of the recording's table of sites, analyzer/site_activity.h,
+  // which the per-site activity uses too: a PyTorch run has 700,000), so a site is made on
+  // request and sites() is a copy of them all.
   size_t siteCount() const { return sites_.size(); }
   SiteCost site(size_t i) const;
   std::vector<SiteCost> sites() const;
@@ -104,17 +106,23 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   std::vector<SymbolCost> symbols(const CallTree& down, const std::vector<int32_t>& id) const;
 
   struct Site {
-    int64_t stack_id, image_id;
-    TreeCost cost;
-    int64_t min_size, max_size;
-    int32_t space;  // index into spaces_
+    int32_t row;    // its row in *table_: ids, whole-run amounts, sizes
     uint16_t kind;  // index into kinds_
     uint8_t code;   // the kind's code (255: not one of schemas/kinds.h)
   };
   void setSites(std::vector<SiteCost> sites);
   bool readSites(const Recording& rec);  // false: a file without packed totals (setSites() then)
   std::vector<Site> sites_;
-  std::vector<int32_t> site_space_;  // each site's space again, for the trees' pass over the sites
+  // The rows: the recording's table of sites (Recording::activitySites()), or own_ for an index
+  // of given sites or of an older file (space and kind of a row there unused).
+  const std::vector<detail::ActivitySite>* table_ = nullptr;
+  std::vector<detail::ActivitySite> own_;
+  const detail::ActivitySite& row(size_t i) const { return (*table_)[size_t(sites_[i].row)]; }
+  TreeCost cost(size_t i) const {
+    const detail::ActivitySite& r = row(i);
+    return {r.peak_bytes, r.leak_bytes, r.alloc_bytes, r.alloc_count, r.temp_count};
+  }
+  std::vector<int32_t> site_space_;  // each site's space (index into spaces_)
   std::vector<std::string> spaces_, kinds_;
   friend SizeHistogram sizeHistogram(const Recording&, const TreeIndex&, const std::vector<TreeCost>&,
                                      std::optional<int64_t>, std::optional<int64_t>, size_t);

@@ -347,8 +347,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
     emit treesReleased();
     ownRange_->top_down = {};
     ownRange_->bottom_up = {};
-    ownRange_->top_down_change = {};
-    ownRange_->bottom_up_change = {};
+    ownRange_->top_down_change = std::vector<an::TreeCost>();  // `= {}` would keep the memory
+    ownRange_->bottom_up_change = std::vector<an::TreeCost>();
     treesDropped_ = true;
   }
   const uint64_t gen = afterOpen ? generation_ : ++generation_;

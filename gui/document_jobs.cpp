@@ -103,7 +103,9 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     r->live = liveOf(shown, q, control, true);
     if (control.cancelled) throw an::Cancelled();
     if (index->applyLive(rec, costs, r->live)) indexed = std::move(costs);
-    r->live.by_site = {};  // applied: one amount per activity site (11 MB for a PyTorch run) is not kept
+    // Applied: one amount per activity site (5.6 MB for a PyTorch run) is not kept (`by_site = {}`
+    // cleared it and kept its memory with the range).
+    r->live.by_site = std::vector<int64_t>();
   }
   if (!indexed) {
     r->costs = an::siteCosts(rec, q.from, q.to, control);

@@ -104,8 +104,16 @@ TEST(SiteScan, DecodesEverySiteAsTheSitesTableReadsIt) {
   for (const detail::SiteEntry& e : scanned) {
     int32_t i = sites.find(e.image_id, e.stack_id, e.kind);
     ASSERT_GE(i, 0);
+    EXPECT_TRUE(sites.all()[size_t(i)].active);
+    EXPECT_EQ(sites.all()[size_t(i)].stack_id, e.stack_id);
     EXPECT_EQ(sites.all()[size_t(i)].leak_bytes, e.leak_bytes);
     EXPECT_EQ(sites.all()[size_t(i)].peak_bytes, e.peak_bytes);
+    // The one table of sites: the tree index reads its amounts and sizes from it too.
+    EXPECT_EQ(sites.all()[size_t(i)].alloc_bytes, e.alloc_bytes);
+    EXPECT_EQ(sites.all()[size_t(i)].alloc_count, e.alloc_count);
+    EXPECT_EQ(sites.all()[size_t(i)].temp_count, e.temp_count);
+    EXPECT_EQ(sites.all()[size_t(i)].min_size, e.min_size);
+    EXPECT_EQ(sites.all()[size_t(i)].max_size, e.max_size);
     ASSERT_LT(size_t(sites.all()[size_t(i)].space_id), sites.spaces().size());
     EXPECT_FALSE(sites.spaces()[size_t(sites.all()[size_t(i)].space_id)].empty());
   }

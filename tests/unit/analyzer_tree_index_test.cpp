@@ -1,7 +1,8 @@
 // TreeIndex (analyzer/tree_index.h): the trees, caller/callee and size histogram of a time range,
 // re-costed on the whole run's tree shapes, equal what is built from scratch for that range, and
 // what a plain fold of each site's stack gives. On real recordings: three_phases (100, 300 and
-// 50 MiB from ramp() in three phases), demo_leaky_peaky, mmap_leak (heap and mmap spaces), and
+// 50 MiB from ramp() in three phases), demo_leaky_peaky, mmap_leak (heap and mmap spaces),
+// pool_arena (two pools), and
 // samples/python/deep_paths.py under Debian's CPython (128 distinct Python paths ~40 frames deep).
 #include <algorithm>
 #include <filesystem>
@@ -202,7 +203,8 @@ std::string recordPython(const std::string& script, const std::string& args, std
 }  // namespace
 
 TEST(AnalyzerTreeIndex, RangesEqualTreesFromScratchOnSamples) {
-  for (const char* sample : {"three_phases", "demo_leaky_peaky", "mmap_leak"}) {
+  // pool_arena: the sites of two pools ("custom", "tensors") beside the heap's.
+  for (const char* sample : {"three_phases", "demo_leaky_peaky", "mmap_leak", "pool_arena"}) {
     SCOPED_TRACE(sample);
     std::string why;
     std::string path = memledger::testing::sampleRecording(sample, &why);
