@@ -106,17 +106,31 @@ ActivitySites::ActivitySites(const Recording& rec) {
       return;
     }
     if (buckets_.empty() || buckets_.back().image != image || buckets_.back().t != t) buckets_.push_back({image, t, 0});
-    steps_.push_back({find(image, e.stack_id, e.kind), uint32_t(e.allocs), uint32_t(e.frees), uint32_t(e.temps),
-                      e.alloc_bytes, e.freed_bytes});
+    const int32_t site = find(image, e.stack_id, e.kind);
+    constexpr int64_t kCount = UINT16_MAX, kBytes = UINT32_MAX;
+    if (e.allocs <= kCount && e.frees <= kCount && e.temps <= kCount && e.alloc_bytes >= 0 && e.alloc_bytes <= kBytes &&
+        e.freed_bytes >= 0 && e.freed_bytes <= kBytes) {
+      steps_.push_back({site, uint16_t(e.allocs), uint16_t(e.frees), uint16_t(e.temps), 0, uint32_t(e.alloc_bytes),
+                        uint32_t(e.freed_bytes)});
+    } else {
+      if (wide_.size() >= kBytes) {  // 4 * 10^9 wide entries: not kept (read again each time)
+        kept_ = false;
+        return;
+      }
+      steps_.push_back({site, 0, 0, 0, 1, uint32_t(wide_.size()), 0});
+      wide_.push_back({uint32_t(e.allocs), uint32_t(e.frees), uint32_t(e.temps), e.alloc_bytes, e.freed_bytes});
+    }
     buckets_.back().end = steps_.size();
   });
   kept_ = kept_ && any;
   if (!kept_) {
     buckets_ = std::vector<Bucket>();
     steps_ = std::vector<Step>();
+    wide_ = std::vector<WideStep>();
   }
   buckets_.shrink_to_fit();
   steps_.shrink_to_fit();
+  wide_.shrink_to_fit();
   if (kept_) {
     index_ = std::vector<int32_t>();  // `index_ = {}` would clear it and keep the 8 MB
     dropped_ = true;
@@ -175,11 +189,20 @@ bool ActivitySites::replay(const Recording& rec,
         e.stack_id = 0;
         e.kind = 0;
       }
-      e.allocs = s.allocs;
-      e.alloc_bytes = s.alloc_bytes;
-      e.frees = s.frees;
-      e.freed_bytes = s.freed_bytes;
-      e.temps = s.temps;
+      if (s.wide) {
+        const WideStep& w = wide_[s.alloc_bytes];
+        e.allocs = w.allocs;
+        e.alloc_bytes = w.alloc_bytes;
+        e.frees = w.frees;
+        e.freed_bytes = w.freed_bytes;
+        e.temps = w.temps;
+      } else {
+        e.allocs = s.allocs;
+        e.alloc_bytes = s.alloc_bytes;
+        e.frees = s.frees;
+        e.freed_bytes = s.freed_bytes;
+        e.temps = s.temps;
+      }
       f(bucket.image, bucket.t, s.site, e);
     }
   }

@@ -93,11 +93,19 @@ class ActivitySites {
   std::unordered_map<int64_t, int64_t> ends_;  // images that ended
   int64_t lastEnd_ = 0;
   // The activity in memory: each bucket's entries are steps_[previous bucket's end, its end).
+  // 20 bytes an entry (torch_mlp: 10^6 entries, 31.4 -> 19.6 MB): counts of 16 bits and amounts
+  // of 32, as one site's are in one bucket; an entry whose values do not fit is kept whole in
+  // wide_, its step marked `wide` with the index in alloc_bytes.
   struct Step {
     int32_t site;
+    uint16_t allocs, frees, temps, wide;
+    uint32_t alloc_bytes, freed_bytes;
+  };
+  struct WideStep {
     uint32_t allocs, frees, temps;
     int64_t alloc_bytes, freed_bytes;
   };
+  std::vector<WideStep> wide_;
   struct Bucket {
     int64_t image, t;
     size_t end;

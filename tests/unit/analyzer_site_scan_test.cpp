@@ -6,6 +6,8 @@
 // (Recording::activitySites()) are made once and hold every site of a known kind. siteRows()
 // without a filter (decoded and sorted here, not by SQLite) lists what its query lists, in the
 // same order, on that run and on samples/fork_tree's tree of processes.
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -161,3 +163,33 @@ TEST(SiteScan, SiteRowsWithoutAFilterListAsTheQueryDoes) {
 }
 
 }  // namespace
+
+// The kept activity holds an entry in 20 bytes (16-bit counts, 32-bit amounts) and one that does
+// not fit whole beside it: samples/temp_storm's 1,000,000 malloc(48)/free pairs at one site, in
+// one 100 s bucket, replay as 1,000,000 allocations, frees and temporaries of 48,000,000 bytes.
+TEST(SiteScan, KeptActivityReplaysEntriesTooWideForItsSteps) {
+  const std::string build = memledger::testing::recordBuild();
+  const std::string cli = build + "/bin/memledger", program = build + "/samples/temp_storm";
+  if (!std::filesystem::exists(cli) || !std::filesystem::exists(program)) GTEST_SKIP() << "needs " << cli << " and " << program;
+  const std::string out = memledger::testing::tempPath("temp_storm-one-bucket.db");
+  const std::string cmd = "'" + cli + "' record --force --no-compress --bucket-ms 100000 -o '" + out + "' -- '" + program +
+                          "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  Recording rec = Recording::open(out);
+  const detail::ActivitySites& sites = rec.activitySites();
+  int64_t allocs = 0, widest = 0;
+  detail::SiteActivity storm;
+  EXPECT_TRUE(sites.replay(rec, [&](int64_t, int64_t, int32_t, const detail::SiteActivity& e) {
+    allocs += e.allocs;
+    if (e.allocs > widest) {
+      widest = e.allocs;
+      storm = e;
+    }
+  }));
+  EXPECT_EQ(allocs, report(rec, {}).totals.allocations);
+  EXPECT_EQ(storm.allocs, 1000000);
+  EXPECT_EQ(storm.frees, 1000000);
+  EXPECT_EQ(storm.temps, 1000000);
+  EXPECT_EQ(storm.alloc_bytes, 48000000);
+  EXPECT_EQ(storm.freed_bytes, 48000000);
+}
