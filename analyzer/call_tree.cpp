@@ -192,6 +192,7 @@ std::vector<SymbolCost> callerCallee(const std::vector<SiteCost>& costs, const S
 
 std::vector<std::string> collapsedLines(const CallTree& tree, TreeMetric metric, bool (*keep)(int64_t self)) {
   std::vector<std::string> out;
+  if (tree.nodes.empty()) return out;  // a tree never made (or let go) has no root either
   std::vector<std::pair<int32_t, std::string>> todo{{0, ""}};
   while (!todo.empty()) {
     auto [node, path] = std::move(todo.back());

@@ -335,3 +335,10 @@ TEST(AnalyzerTreeIndex, DeepPythonPathsEqualTreesFromScratch) {
   EXPECT_GE(deepest, 24u + 7u);
   expectRangesSameAsScratch(rec);
 }
+
+// A tree that was never made (a GUI range's tree no view asked for) has no nodes, not even a root:
+// its collapsed stacks are none, not a read past the end.
+TEST(AnalyzerTreeIndex, EmptyTreeHasNoCollapsedStacks) {
+  CallTree empty;
+  for (TreeMetric m : kMetrics) EXPECT_TRUE(collapsedStacks(empty, m).empty());
+}
