@@ -231,9 +231,6 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
   // The entries come by image, stack id, kind and bucket: a site's buckets are consecutive (sorted
   // and merged again below all the same, whatever the order).
   std::vector<PythonSnapshot::Site>& sites = out->sites;
-  auto before = [](const PythonSnapshot::Key& a, const PythonSnapshot::Key& b) {
-    return a.image != b.image ? a.image < b.image : a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind;
-  };
   bool sorted = true;
   forEachFinalizeSite(rec, std::nullopt, [&](const FinalizeSite& s) {
     const PythonSnapshot::Key key{s.image_id, s.stack_id, s.kind};
@@ -242,12 +239,12 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
       sites.back().bytes += s.bytes;
       return;
     }
-    if (!sites.empty() && !before(sites.back().key, key)) sorted = false;
+    if (!sites.empty() && !(sites.back().key < key)) sorted = false;
     sites.push_back({key, s.count, s.bytes});
   });
   if (!sorted) {
     std::stable_sort(sites.begin(), sites.end(),
-                     [&](const PythonSnapshot::Site& a, const PythonSnapshot::Site& b) { return before(a.key, b.key); });
+                     [](const PythonSnapshot::Site& a, const PythonSnapshot::Site& b) { return a.key < b.key; });
     size_t n = 0;
     for (size_t i = 0; i < sites.size(); ++i) {
       if (n > 0 && sites[n - 1].key == sites[i].key) {

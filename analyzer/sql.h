@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -278,6 +279,8 @@ struct PythonSnapshot {
   struct Key {
     int64_t image, stack;
     uint64_t kind;  // code (255: a kind this analyzer does not know)
+    // By image, stack, kind: the order of `sites` below.
+    auto operator<=>(const Key&) const = default;
     bool operator==(const Key&) const = default;
   };
   static uint64_t kindCode(std::string_view name) {
@@ -294,10 +297,7 @@ struct PythonSnapshot {
   std::vector<Site> sites;
   // The site of a key, or null.
   const Site* find(const Key& k) const {
-    auto less = [](const Key& a, const Key& b) {
-      return a.image != b.image ? a.image < b.image : a.stack != b.stack ? a.stack < b.stack : a.kind < b.kind;
-    };
-    auto it = std::lower_bound(sites.begin(), sites.end(), k, [&](const Site& s, const Key& x) { return less(s.key, x); });
+    auto it = std::lower_bound(sites.begin(), sites.end(), k, [](const Site& s, const Key& x) { return s.key < x; });
     return it != sites.end() && it->key == k ? &*it : nullptr;
   }
   // Every row with its bucket's start, for a time filter (a range of the GUI), read when first
