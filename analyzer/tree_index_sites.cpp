@@ -80,10 +80,13 @@ bool TreeIndex::readSites(const Recording& rec) {
   table_ = &rows;
   std::array<int, 256> kindOf;  // kind code (255: beyond) -> index into kinds_
   kindOf.fill(-1);
+  auto listed = [](const detail::ActivitySite& r) {  // a site with anything in any amount
+    return r.peak_bytes || r.leak_bytes || r.alloc_bytes || r.alloc_count || r.temp_count;
+  };
   std::vector<char> used(act.spaces().size(), 0);
   size_t n = 0;
   for (const detail::ActivitySite& r : rows)
-    if (r.peak_bytes || r.leak_bytes || r.alloc_bytes || r.alloc_count || r.temp_count) {
+    if (listed(r)) {
       ++n;
       used[size_t(r.space_id)] = 1;
     }
@@ -97,7 +100,7 @@ bool TreeIndex::readSites(const Recording& rec) {
   site_space_.reserve(n);
   for (size_t i = 0; i < rows.size(); ++i) {
     const detail::ActivitySite& r = rows[i];
-    if (!(r.peak_bytes || r.leak_bytes || r.alloc_bytes || r.alloc_count || r.temp_count)) continue;
+    if (!listed(r)) continue;
     int& kind = kindOf[r.kind];
     if (kind < 0) {
       kind = int(kinds_.size());
