@@ -35,7 +35,17 @@ Decoded module(uint64_t t, uint64_t bias, uint64_t start, uint64_t end, const ch
   return d;
 }
 
-class RecorderSymbolize : public RecordingFixture {};
+class RecorderSymbolize : public RecordingFixture {
+ protected:
+  // Symbolizes the recording with `src` and commits; false (the error reported) when it fails.
+  bool symbolize(FakeSource& src, SymbolizeStats* stats = nullptr) {
+    std::string err;
+    const bool ok = symbolizeRecording(db_->handle(), src, stats, &err);
+    EXPECT_TRUE(ok) << err;
+    db_->commit();
+    return ok;
+  }
+};
 
 TEST_F(RecorderSymbolize, FramesPerIpWithModulesAndForkInheritance) {
   const std::vector<uint64_t> frames = {0x400510, 0x7f0000001234, 0x12345678};
@@ -49,9 +59,7 @@ TEST_F(RecorderSymbolize, FramesPerIpWithModulesAndForkInheritance) {
   finish(3 * kMs);
   FakeSource src;
   SymbolizeStats stats;
-  std::string err;
-  ASSERT_TRUE(symbolizeRecording(db_->handle(), src, &stats, &err)) << err;
-  db_->commit();
+  ASSERT_TRUE(symbolize(src, &stats));
 
   EXPECT_EQ(stats.ips, 6u);         // 3 per image
   EXPECT_EQ(stats.withModule, 4u);  // 0x12345678 is in no module
@@ -89,9 +97,7 @@ TEST_F(RecorderSymbolize, UnknownFunctionIsNullAndDlclosedModulesStillCount) {
   im.onRecord(gone);
   finish(3 * kMs);
   FakeSource src;
-  std::string err;
-  ASSERT_TRUE(symbolizeRecording(db_->handle(), src, nullptr, &err)) << err;
-  db_->commit();
+  ASSERT_TRUE(symbolize(src));
   EXPECT_EQ(query("SELECT module_id FROM ips"), 1);
   EXPECT_EQ(query("SELECT count(*) FROM frames"), 1);
   EXPECT_EQ(query("SELECT function FROM frames"), -2);
@@ -120,9 +126,7 @@ TEST_F(RecorderSymbolize, ModuleIdsWrittenWithIpsAreCorrectedWhereTheyDiffer) {
   EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732416"), 2);   // 0x7f0000001300
   EXPECT_EQ(query("SELECT module_id FROM ips WHERE image_id = 2"), -2);
   FakeSource src;
-  std::string err;
-  ASSERT_TRUE(symbolizeRecording(db_->handle(), src, nullptr, &err)) << err;
-  db_->commit();
+  ASSERT_TRUE(symbolize(src));
   EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 4195600"), 1);
   EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732212"), 2);
   EXPECT_EQ(query("SELECT module_id FROM ips WHERE address = 139637976732416"), 2);
