@@ -260,20 +260,20 @@ std::unique_ptr<PythonSnapshot> loadPythonSnapshot(const Recording& rec) {
   return out;
 }
 
+void applyPythonLeakRule(const PythonSnapshot& py, int64_t image, int64_t stack, uint64_t kind, int64_t& leak_count,
+                         int64_t& leak_bytes) {
+  if (!std::binary_search(py.images.begin(), py.images.end(), image)) return;
+  const PythonSnapshot::Site* it = py.find({image, stack, kinds::info(kind) ? kind : 255});
+  leak_count = it ? it->count : 0;
+  leak_bytes = it ? it->bytes : 0;
+}
+
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows) {
   if (rows.empty()) return;
   const PythonSnapshot& py = rec.pythonSnapshot();
   if (py.images.empty()) return;
-  PythonSnapshot::Key key;
-  for (Site& s : rows) {
-    if (!std::binary_search(py.images.begin(), py.images.end(), s.image_id)) continue;
-    key.image = s.image_id;
-    key.stack = s.stack_id;
-    key.kind = PythonSnapshot::kindCode(s.kind);
-    const PythonSnapshot::Site* it = py.find(key);
-    s.leak_count = it ? it->count : 0;
-    s.leak_bytes = it ? it->bytes : 0;
-  }
+  for (Site& s : rows)
+    applyPythonLeakRule(py, s.image_id, s.stack_id, PythonSnapshot::kindCode(s.kind), s.leak_count, s.leak_bytes);
 }
 
 }  // namespace memledger::analyzer::detail

@@ -273,6 +273,10 @@ bool pythonOwned(const Recording& rec, int64_t image, int64_t stack, const std::
 // Site rows of Python images get the same rule: leak_count/leak_bytes become what was live when
 // their interpreter started finalizing (every front end, export and check agrees with `report`).
 void applyPythonLeakRule(const Recording& rec, std::vector<Site>& rows);
+struct PythonSnapshot;
+// The same rule on one site's leak amounts (a kind code), from the recording's pythonSnapshot().
+void applyPythonLeakRule(const PythonSnapshot& py, int64_t image, int64_t stack, uint64_t kind, int64_t& leak_count,
+                         int64_t& leak_bytes);
 // What that rule reads, once per recording (Recording::pythonSnapshot): the Python images and
 // their sites' blocks live at finalization, summed over allocation buckets.
 struct PythonSnapshot {

@@ -216,18 +216,28 @@ CompareView::CompareView(QWidget* parent)
 
 CompareView::~CompareView() { watcher_.waitForFinished(); }
 
-void CompareView::compare(const QString& before, const QString& after) {
+void CompareView::comparing(const QString& before, const QString& after) {
   watcher_.waitForFinished();
   error_.clear();
   header_->setText(tr("Comparing %1 with %2…").arg(after, before));
+}
+
+void CompareView::fail(const QString& message) {
+  watcher_.waitForFinished();
+  error_ = message;
+  header_->setText(tr("Cannot compare: %1").arg(message));
+  show(nullptr);
+  emit compared();
+}
+
+void CompareView::compare(std::shared_ptr<an::Recording> before, std::shared_ptr<an::Recording> after) {
+  comparing(QString::fromStdString(before->info().path), QString::fromStdString(after->info().path));
   QPointer<CompareView> self(this);
-  const std::string a = before.toStdString(), b = after.toStdString();
-  watcher_.setFuture(QtConcurrent::run(&pool_, [self, a, b] {
+  watcher_.setFuture(QtConcurrent::run(&pool_, [self, before, after] {
     std::shared_ptr<const an::DiffResult> result;
     QString message;
     try {
-      an::Recording ra = an::Recording::open(a), rb = an::Recording::open(b);
-      result = std::make_shared<const an::DiffResult>(an::diff(ra, rb));
+      result = std::make_shared<const an::DiffResult>(an::diff(*before, *after));
     } catch (const std::exception& e) {
       message = QString::fromStdString(e.what());
     }

@@ -1,7 +1,7 @@
 // Compare: a second recording against the open one, per site (analyzer/diff.h, the same diff
 // `memledger diff A B` prints): a sortable table of the changed sites and a flame graph of the
 // differences (top-down, widths by the size of the change, growth red and shrink blue).
-// The two files are read and compared on a worker thread.
+// The document opens B (gui/document.h); the two recordings are compared on a worker thread.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -70,8 +70,13 @@ class CompareView : public QWidget {
  public:
   explicit CompareView(QWidget* parent = nullptr);
   ~CompareView() override;
-  // Compares `after` (B) with `before` (A) on a worker; compared() once shown (or failed).
-  void compare(const QString& before, const QString& after);
+  // Says that `after` (B) is being read to compare with `before` (A).
+  void comparing(const QString& before, const QString& after);
+  // Compares B with A (the document's open recordings: their caches shared with its views) on
+  // a worker; compared() once shown (or failed).
+  void compare(std::shared_ptr<analyzer::Recording> before, std::shared_ptr<analyzer::Recording> after);
+  // B could not be read: says so, and compared() with error() set.
+  void fail(const QString& message);
   bool busy() const { return watcher_.isRunning(); }
   std::shared_ptr<const analyzer::DiffResult> diff() const { return diff_; }
   QString error() const { return error_; }

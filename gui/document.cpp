@@ -51,7 +51,8 @@ void Document::waitAll() {
 
 void Document::cancel() {
   if (control_) control_->cancel();
-  if (indexControl_) indexControl_->cancel();  // ensureIndex() starts again when asked
+  index_.cancel();  // ensureIndex() starts again when asked
+  compareIndex_.cancel();
 }
 
 
@@ -88,30 +89,31 @@ void wireProgress(an::QueryControl& control, QPointer<Document> doc, uint64_t ge
 }
 }  // namespace
 
-Document::IndexFuture Document::ensureIndex() {
+Document::IndexFuture Document::ensureIndex(IndexJob& job, const std::shared_ptr<const RecordingData>& data) {
   using namespace std::chrono_literals;
-  const bool failed = index_.valid() && index_.wait_for(0s) == std::future_status::ready && [&] {
+  const IndexFuture& index = job.future;
+  const bool failed = index.valid() && index.wait_for(0s) == std::future_status::ready && [&] {
     try {
-      index_.get();
+      index.get();
       return false;
     } catch (...) {
       return true;
     }
   }();
-  if (index_.valid() && !failed) return index_;
+  if (index.valid() && !failed) return index;
   auto promise = std::make_shared<std::promise<std::shared_ptr<const an::TreeIndex>>>();
-  index_ = promise->get_future().share();
+  job.future = promise->get_future().share();
   auto control = std::make_shared<an::QueryControl>();
-  indexControl_ = control;
+  job.control = control;
   wireProgress(*control, QPointer<Document>(this), generation_, &generation_, tr("Building call trees"));
-  jobs_.append(runJob(&pool_, [promise, control, rec = data_->rec] {
+  jobs_.append(runJob(&pool_, [promise, control, rec = data->rec] {
     try {
       promise->set_value(an::TreeIndex::build(*rec, *control));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }
   }));
-  return index_;
+  return job.future;
 }
 
 void Document::open(const QString& path) {
@@ -153,12 +155,14 @@ void Document::open(const QString& path) {
             emit self->failed(message);
             return;
           }
-          if (self->indexControl_) self->indexControl_->cancel();
+          self->index_.cancel();
+          self->compareIndex_.cancel();
           self->data_ = out;
           self->range_.reset();
           self->ownRange_.reset();
           self->treesDropped_ = false;
           self->index_ = {};
+          self->compareIndex_ = {};
           self->liveAt_.reset();
           self->compare_.reset();
           self->show_ = Show::A;
@@ -277,7 +281,10 @@ void Document::setCompare(const QString& path) {
             emit self->compareFailed(message);
             return;
           }
+          self->compareIndex_.cancel();
+          self->compareIndex_ = {};
           self->compare_ = out;
+          (void)self->ensureIndex(self->compareIndex_, out);  // B's tree shapes, for B and B − A
           emit self->compareOpened();
           if (self->show_ != Show::A) {
             self->restartRange();
@@ -340,7 +347,8 @@ void Document::startCharts() {
 
 void Document::startRange(std::shared_ptr<const RecordingData> data, std::optional<int64_t> from,
                           std::optional<int64_t> to, bool afterOpen) {
-  if (!afterOpen) cancel();
+  // The older range only: the tree shapes' jobs go on (this range waits for them).
+  if (!afterOpen && control_) control_->cancel();
   jobs_.removeIf([](const QFuture<void>& f) { return f.isFinished(); });
   if (!treesShown_ && ownRange_ && !treesDropped_) {
     // No view shows them: gone before the new ones are made (a few large blocks: freed at once).
@@ -365,7 +373,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   request.to = to;
   request.live_at = from || to ? std::nullopt : liveAt_;
   request.space = space_.toStdString();
-  request.index = ensureIndex();  // A's tree shapes: the job waits for them
+  request.index = ensureIndex(index_, data);  // the tree shapes: the job waits for them
+  if (compare_) request.index_b = ensureIndex(compareIndex_, compare_);
   jobs_.append(runJob(&pool_, [self, gen, control, request] {
     QElapsedTimer timer;
     timer.start();

@@ -69,14 +69,13 @@ struct RangeData {
   std::vector<analyzer::TreeCost> top_down_change, bottom_up_change;
   bool diff() const { return show == Show::Diff; }
   bool peakFollows() const { return live.available; }
-  // The recording's tree shapes (built once), whose trees these are when shown is A alone.
+  // The shown recording's tree shapes (built once), whose trees these are (B − A: merged with
+  // B's, which the trees' storage keeps).
   std::shared_ptr<const analyzer::TreeIndex> index;
   std::optional<int64_t> from_ns, to_ns;
   std::optional<std::string> space;  // the trees' space (nullopt: every space summed)
   std::vector<std::string> spaces;   // the spaces the sites are in, sorted
-  // The sites with anything in the range, and how many. A's trees on the tree index need no such
-  // list (their costs are one per site of the index): `costs` stays empty then.
-  std::vector<analyzer::SiteCost> costs;
+  // How many sites have anything in the range.
   size_t site_count = 0;
   analyzer::CallTree top_down, bottom_up;
   std::vector<analyzer::SymbolCost> symbols;
@@ -173,10 +172,19 @@ class Document : public QObject {
   std::shared_ptr<analyzer::QueryControl> control_;  // of the newest job
   // The open recording's tree shapes, made once on a job of their own (a range job waits for
   // them; a newer range does not cancel them, a user's Cancel or another file does).
+  // B's likewise, made when the comparison opens.
   using IndexFuture = std::shared_future<std::shared_ptr<const analyzer::TreeIndex>>;
-  IndexFuture ensureIndex();
-  IndexFuture index_;
-  std::shared_ptr<analyzer::QueryControl> indexControl_;
+  struct IndexJob {
+    IndexFuture future;
+    std::shared_ptr<analyzer::QueryControl> control;
+    void cancel() {
+      if (control) control->cancel();
+    }
+  };
+  // `job`'s index of `data`'s recording: the one made or being made, or a new job's (none made
+  // yet, or the last one failed or was cancelled).
+  IndexFuture ensureIndex(IndexJob& job, const std::shared_ptr<const RecordingData>& data);
+  IndexJob index_, compareIndex_;
   uint64_t generation_ = 0;
   bool busy_ = false;
   double openSeconds_ = 0, rangeSeconds_ = 0;

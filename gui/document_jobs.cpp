@@ -59,6 +59,63 @@ an::LiveSet liveOf(const RecordingData& d, const RangeRequest& q, an::QueryContr
   if (q.from || q.to) return an::rangePeak(*d.rec, q.from.value_or(0), q.to.value_or(d.end_ns), &d.series, control, bySite);
   return {};
 }
+
+std::shared_ptr<const an::TreeIndex> waitFor(const RangeRequest::IndexFuture& index, an::QueryControl& control) {
+  if (!index.valid()) return nullptr;
+  while (index.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+    if (control.cancelled) throw an::Cancelled();
+  return index.get();
+}
+
+// One recording's costs of the range: one per site of its tree index (its trees re-costed on
+// the index's shapes, analyzer/tree_index.h), or, without an index or when the live set holds a
+// site the index does not have, the list of its sites with anything in the range.
+struct Side {
+  const RecordingData* data = nullptr;
+  std::shared_ptr<const an::TreeIndex> index;
+  std::optional<std::vector<an::TreeCost>> indexed;
+  std::vector<an::SiteCost> costs;  // when not indexed
+  an::LiveSet live;
+
+  Side(const RecordingData& d, std::shared_ptr<const an::TreeIndex> i, const RangeRequest& q, an::QueryControl& control)
+      : data(&d), index(std::move(i)) {
+    if (index) indexed = index->costs(*d.rec, q.from, q.to, control);
+    else costs = an::siteCosts(*d.rec, q.from, q.to, control);
+    live = liveOf(d, q, control, bool(index));
+  }
+  // The live set into the peak amounts (after both sides' availability is settled: `available`
+  // as the caller left it stays).
+  void applyLive(const RangeRequest& q, an::QueryControl& control) {
+    if (indexed && !index->applyLive(*data->rec, *indexed, live)) {
+      const bool available = live.available;
+      indexed.reset();
+      costs = an::siteCosts(*data->rec, q.from, q.to, control);
+      live = liveOf(*data, q, control, false);
+      live.available = live.available && available;
+    }
+    if (!indexed) an::applyLiveSet(costs, live);
+    // Applied: one amount per activity site (5.6 MB for a PyTorch run) is not kept (`by_site = {}`
+    // cleared it and kept its memory with the range).
+    live.by_site = std::vector<int64_t>();
+  }
+  void addSpaces(std::set<std::string>& out) const {
+    if (indexed)
+      for (const std::string& s : index->spaces(*indexed)) out.insert(s);
+    for (const auto& c : costs) out.insert(c.space);
+  }
+  size_t siteCount() const {
+    return indexed ? size_t(std::count_if(indexed->begin(), indexed->end(), [](const an::TreeCost& c) {
+                       return c.peak || c.leaked || c.allocated || c.count || c.temporary;
+                     }))
+                   : costs.size();
+  }
+  an::SizeHistogram sizes(const RangeRequest& q) const {
+    return indexed ? an::sizeHistogram(*data->rec, *index, *indexed, q.from, q.to, 10)
+                   : an::sizeHistogram(*data->rec, costs, q.from, q.to, 10);
+  }
+  // The list of sites (an indexed side's made from its costs), for the trees built from scratch.
+  std::vector<an::SiteCost> list() const { return indexed ? index->siteCosts(*indexed) : costs; }
+};
 }  // namespace
 
 std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl& control) {
@@ -70,14 +127,6 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
   r->shown = r->show == Show::B ? q.b : q.a;
   const RecordingData& shown = *r->shown;
   const an::Recording& rec = *shown.rec;
-  // A alone: its tree shapes, made once, re-costed (analyzer/tree_index.h).
-  std::shared_ptr<const an::TreeIndex> index;
-  if (r->show == Show::A && q.index.valid()) {
-    while (q.index.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
-      if (control.cancelled) throw an::Cancelled();
-    index = q.index.get();
-    r->index = index;
-  }
   // A range's leaks (its leaked blocks' rows, and the Python rule's snapshot) on a thread of
   // their own, beside the costs, live set and trees; cancelled with the request.
   an::Filter f;
@@ -95,91 +144,81 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     std::shared_ptr<an::QueryControl> control;
     ~CancelOnExit() { control->cancel(); }
   } cancelLeaks{leakControl};
-  // A's trees on the index: one cost per site, the live set applied there (no list of sites and
-  // lookups); a live set holding a site of its own (none of the index's) goes the long way.
-  std::optional<std::vector<an::TreeCost>> indexed;
-  if (index) {
-    std::vector<an::TreeCost> costs = index->costs(rec, q.from, q.to, control);
-    r->live = liveOf(shown, q, control, true);
-    if (control.cancelled) throw an::Cancelled();
-    if (index->applyLive(rec, costs, r->live)) indexed = std::move(costs);
-    // Applied: one amount per activity site (5.6 MB for a PyTorch run) is not kept (`by_site = {}`
-    // cleared it and kept its memory with the range).
-    r->live.by_site = std::vector<int64_t>();
-  }
-  if (!indexed) {
-    r->costs = an::siteCosts(rec, q.from, q.to, control);
-    r->live = liveOf(shown, q, control, false);
-  }
-  if (control.cancelled) throw an::Cancelled();
-  std::vector<an::SiteCost> costsB;
-  an::SizeHistogram sizesB;  // B − A: B's sizes of the range
-  an::LiveSet liveB;
+  // Each recording's trees on its own index (made once per recording; the job waits for it).
+  r->index = waitFor(r->show == Show::B ? q.index_b : q.index, control);
+  Side side(shown, r->index, q, control);
+  std::optional<Side> other;  // B − A: B's side
   if (r->diff()) {
     r->other = q.b;
-    costsB = an::siteCosts(*q.b->rec, q.from, q.to, control);
-    liveB = liveOf(*q.b, q, control, false);
+    other.emplace(*q.b, waitFor(q.index_b, control), q, control);
     // Both peaks follow the range, or neither: a delta of a range's peak and a whole run's is none.
-    if (!liveB.available) r->live.available = false;
-    if (r->live.available) an::applyLiveSet(costsB, liveB);
+    side.live.available = other->live.available = side.live.available && other->live.available;
+    other->applyLive(q, control);
   }
-  if (!indexed) an::applyLiveSet(r->costs, r->live);
+  side.applyLive(q, control);
+  if (control.cancelled) throw an::Cancelled();
+  r->live = std::move(side.live);
   r->temporary_follows = (q.from || q.to) && r->live.available;
   std::set<std::string> spaces;
-  for (const auto& c : r->costs) spaces.insert(c.space);
-  for (const auto& c : costsB) spaces.insert(c.space);
-  if (indexed)
-    for (const std::string& s : index->spaces(*indexed)) spaces.insert(s);
+  side.addSpaces(spaces);
+  if (other) other->addSpaces(spaces);
   r->spaces.assign(spaces.begin(), spaces.end());
-  r->site_count = indexed ? size_t(std::count_if(indexed->begin(), indexed->end(), [](const an::TreeCost& c) {
-                              return c.peak || c.leaked || c.allocated || c.count || c.temporary;
-                            }))
-                          : r->costs.size();
+  r->site_count = side.siteCount();
   if (!q.space.empty() && spaces.count(q.space)) r->space = q.space;
-  // The Sizes histogram of A's indexed costs (their counts and amounts, which the trees do not
-  // change) on a thread of its own beside the trees: 10-40 ms of a PyTorch range off the longest
-  // path (the leaks' thread is done by then or nearly).
-  std::future<an::SizeHistogram> indexedSizes;
-  if (indexed)
-    indexedSizes = std::async(std::launch::async, [&rec, &index, &indexed, &q] {
-      return an::sizeHistogram(rec, *index, *indexed, q.from, q.to, 10);
-    });
-  an::SiteFrames frames = indexed ? an::SiteFrames{} : an::siteFrames(rec, r->costs);
-  if (control.cancelled) throw an::Cancelled();
-  if (indexed) {
-    an::TreeIndex::Trees trees = index->trees(*indexed, r->space);
+  // The Sizes histogram(s) on a thread of their own beside the trees: 10-40 ms of a PyTorch
+  // range off the longest path (the leaks' thread is done by then or nearly).
+  std::future<an::SizeHistogram> sizes = std::async(std::launch::async, [&] { return side.sizes(q); });
+  std::future<an::SizeHistogram> sizesB;
+  if (other) sizesB = std::async(std::launch::async, [&] { return other->sizes(q); });
+  struct WaitSizes {  // they read the sides: done before the sides go, whatever throws
+    std::future<an::SizeHistogram>&a, &b;
+    ~WaitSizes() {
+      if (a.valid()) a.wait();
+      if (b.valid()) b.wait();
+    }
+  } waitSizes{sizes, sizesB};
+  if (!other && side.indexed) {
+    an::TreeIndex::Trees trees = side.index->trees(*side.indexed, r->space);
     r->top_down = std::move(trees.top_down);
     r->bottom_up = std::move(trees.bottom_up);
     r->symbols = std::move(trees.symbols);
-  } else if (r->diff()) {
-    sizesB = an::sizeHistogram(*q.b->rec, costsB, q.from, q.to, 10);  // before costsB moves into the trees
-    an::SiteFrames framesB = an::siteFrames(*q.b->rec, costsB);
-    an::DiffTrees trees = an::diffTrees(r->costs, std::move(frames), std::move(costsB), std::move(framesB), r->space);
+  } else if (other) {
+    // B − A: both sides' own trees merged node by node; without both indexes, one tree of both
+    // recordings' sites (each site's frames listed: 400 MB a PyTorch run).
+    an::DiffTrees trees;
+    if (side.indexed && other->indexed) {
+      trees = an::diffTrees(side.index->trees(*side.indexed, r->space), other->index->trees(*other->indexed, r->space));
+    } else {
+      std::vector<an::SiteCost> a = side.list(), b = other->list();
+      an::SiteFrames fa = an::siteFrames(rec, a), fb = an::siteFrames(*q.b->rec, b);
+      trees = an::diffTrees(a, std::move(fa), std::move(b), std::move(fb), r->space);
+    }
     r->top_down = std::move(trees.top_down.tree);
     r->top_down_change = std::move(trees.top_down.change);
     r->bottom_up = std::move(trees.bottom_up.tree);
     r->bottom_up_change = std::move(trees.bottom_up.change);
     r->symbols = std::move(trees.symbols);
   } else {
-    r->top_down = an::buildCallTree(r->costs, frames, an::TreeDirection::TopDown, r->space);
-    r->bottom_up = an::buildCallTree(r->costs, frames, an::TreeDirection::BottomUp, r->space);
+    const an::SiteFrames frames = an::siteFrames(rec, side.costs);
     if (control.cancelled) throw an::Cancelled();
-    r->symbols = an::callerCallee(r->costs, frames, r->space);
+    r->top_down = an::buildCallTree(side.costs, frames, an::TreeDirection::TopDown, r->space);
+    r->bottom_up = an::buildCallTree(side.costs, frames, an::TreeDirection::BottomUp, r->space);
+    if (control.cancelled) throw an::Cancelled();
+    r->symbols = an::callerCallee(side.costs, frames, r->space);
   }
   r->top_down.t_from_ns = r->bottom_up.t_from_ns = q.from;
   r->top_down.t_to_ns = r->bottom_up.t_to_ns = q.to;
   r->leaks_list = rangeLeaks.valid() ? std::make_shared<const an::Leaks>(rangeLeaks.get())
                                      : std::shared_ptr<const an::Leaks>(r->shown, &shown.report.leaks);
   if (control.cancelled) throw an::Cancelled();
-  // The range's costs (their sizes: the whole run's, in the site list): no site read again.
-  r->sizes = indexed ? indexedSizes.get() : an::sizeHistogram(rec, r->costs, q.from, q.to, 10);
+  r->sizes = sizes.get();
   if (r->diff()) {  // B's leaks and sizes of the same range, matched with A's per site
     const RecordingData& b = *q.b;
     std::optional<an::Leaks> rangedB;  // the whole run's are B's report's own, not copied
     const an::Leaks& leaksB = rangeLeaksB.valid() ? rangedB.emplace(rangeLeaksB.get()) : b.report.leaks;
     if (control.cancelled) throw an::Cancelled();
     r->leak_changes = std::make_shared<const an::ListChanges>(an::diffLeaks(r->leaks(), leaksB));
-    r->size_changes = an::diffSizes(r->sizes, sizesB);
+    r->size_changes = an::diffSizes(r->sizes, sizesB.get());
     r->headlines = an::compareHeadlines(shown.report, shown.series, b.report, b.series);
   }
   return r;

@@ -23,9 +23,10 @@ struct RangeRequest {
   Show show = Show::A;
   std::optional<int64_t> from, to, live_at;
   std::string space;  // the wanted space ("" every space)
-  // A's tree shapes (made once per recording; the job waits for them): A's trees are re-costed
-  // on them. B's and B − A's are built from scratch.
-  std::shared_future<std::shared_ptr<const analyzer::TreeIndex>> index;
+  // Each recording's tree shapes (made once per recording; the job waits for those it needs):
+  // A's, B's and B − A's trees are re-costed on them. Not valid: built from scratch.
+  using IndexFuture = std::shared_future<std::shared_ptr<const analyzer::TreeIndex>>;
+  IndexFuture index, index_b;
 };
 
 // The trees, caller/callee, leaks and sizes of the request. With a range or live_at the peak

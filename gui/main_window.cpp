@@ -158,8 +158,12 @@ MainWindow::MainWindow(QWidget* parent)
     timeline_->setCompare(doc_->compareData());
     show_->setEnabled(true);
     setShow(Show::Diff);  // asked to compare: every per-site view shows the differences
+    compare_->compare(doc_->data()->rec, doc_->compareData()->rec);
   });
-  connect(doc_, &Document::compareFailed, this, [this](const QString& msg) { status_->setText(msg); });
+  connect(doc_, &Document::compareFailed, this, [this](const QString& msg) {
+    status_->setText(msg);
+    compare_->fail(msg);
+  });
 
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
@@ -446,8 +450,8 @@ bool MainWindow::exportView(const QString& path) {
 
 bool MainWindow::compareWith(const QString& path) {
   if (doc_->path().isEmpty()) return false;
-  compare_->compare(doc_->path(), path);
-  doc_->setCompare(path);  // then every per-site view can show B and B − A
+  compare_->comparing(doc_->path(), path);
+  doc_->setCompare(path);  // then every per-site view can show B and B − A, and the table comes
   tabs_->setCurrentWidget(compare_);
   return true;
 }

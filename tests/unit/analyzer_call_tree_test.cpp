@@ -12,11 +12,7 @@
 using namespace memledger::analyzer;
 
 namespace {
-bool hasLine(const std::vector<std::string>& lines, const std::string& suffix) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
-    return l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0;
-  });
-}
+using memledger::testing::hasLine;
 }  // namespace
 
 TEST(AnalyzerCallTree, TopDownBottomUpAndRanges) {

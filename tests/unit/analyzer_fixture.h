@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,14 @@
 #include <vector>
 
 namespace memledger::testing {
+
+// Whether one of `lines` ends with `suffix`: a collapsed stack ("...;main;f 42") whatever frames
+// the C runtime put above main.
+inline bool hasLine(const std::vector<std::string>& lines, const std::string& suffix) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+}
 
 inline std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -52,4 +52,25 @@ inline std::string sampleRecording(const std::string& sample, std::string* why, 
   return path;
 }
 
+// Records samples/python/<script> under Debian's CPython (/usr/bin/python3, plain SQLite); its
+// path, or "" with `why` set when the CLI or that Python is missing or recording failed.
+inline std::string pythonRecording(const std::string& script, const std::string& args, std::string* why) {
+  const std::string cli = recordBuild() + "/bin/memledger";
+  if (!std::filesystem::exists(cli) || !std::filesystem::exists("/usr/bin/python3")) {
+    *why = "needs " + cli + " and /usr/bin/python3";
+    return "";
+  }
+  std::string key = script + "-" + args;
+  for (char& c : key)
+    if (c == ' ' || c == '/') c = '_';
+  const std::string out = tempPath("python-" + key + ".db");
+  const std::string cmd = "'" + cli + "' record --no-compress --force -o '" + out + "' -- /usr/bin/python3 '" +
+                          MEMLEDGER_SOURCE_DIR + "/samples/python/" + script + "' " + args + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    *why = "`" + cmd + "` failed";
+    return "";
+  }
+  return out;
+}
+
 }  // namespace memledger::testing

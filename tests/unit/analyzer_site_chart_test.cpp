@@ -41,11 +41,7 @@ const LiveSite* liveOf(const Recording& rec, const LiveSet& live, const std::str
 }
 
 // The lines of collapsed stacks ending with `suffix` (the C runtime's frames above main differ).
-bool hasLine(const std::vector<std::string>& lines, const std::string& suffix) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
-    return l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0;
-  });
-}
+using memledger::testing::hasLine;
 
 std::string recordingOf(const std::string& sample, const std::string& args = "") {
   std::string why;

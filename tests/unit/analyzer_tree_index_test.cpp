@@ -184,22 +184,6 @@ void expectRangesSameAsScratch(const Recording& rec) {
     for (const auto& space : spaces) expectSameAsScratch(rec, *index, from, to, space);
 }
 
-std::string recordPython(const std::string& script, const std::string& args, std::string* why) {
-  const std::string cli = memledger::testing::recordBuild() + "/bin/memledger";
-  if (!std::filesystem::exists(cli) || !std::filesystem::exists("/usr/bin/python3")) {
-    *why = "needs " + cli + " and /usr/bin/python3";
-    return "";
-  }
-  const std::string out = memledger::testing::tempPath("tree-index-" + script + ".db");
-  const std::string cmd = "'" + cli + "' record --no-compress --force -o '" + out + "' -- /usr/bin/python3 '" +
-                          MEMLEDGER_SOURCE_DIR + "/samples/python/" + script + "' " + args + " >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    *why = "`" + cmd + "` failed";
-    return "";
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST(AnalyzerTreeIndex, RangesEqualTreesFromScratchOnSamples) {
@@ -317,7 +301,7 @@ TEST(AnalyzerTreeIndex, LiveSetsReCostedEqualTreesFromScratch) {
 
 TEST(AnalyzerTreeIndex, DeepPythonPathsEqualTreesFromScratch) {
   std::string why;
-  std::string path = recordPython("deep_paths.py", "7", &why);
+  std::string path = memledger::testing::pythonRecording("deep_paths.py", "7", &why);
   if (path.empty()) GTEST_SKIP() << why;
   Recording rec = Recording::open(path);
   std::shared_ptr<const TreeIndex> index = TreeIndex::build(rec);
