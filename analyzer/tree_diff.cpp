@@ -196,8 +196,10 @@ DiffTrees diffTrees(const TreeIndex::Trees& a, const TreeIndex::Trees& b) {
   DiffTrees out;
   out.top_down.tree = mergeTree(a.top_down, b.top_down, names);
   out.top_down.change = changeMagnitudes(out.top_down.tree);
-  out.bottom_up.tree = mergeTree(a.bottom_up, b.bottom_up, names);
-  out.bottom_up.change = changeMagnitudes(out.bottom_up.tree);
+  if (!a.bottom_up.nodes.empty() || !b.bottom_up.nodes.empty()) {  // not made: not made either
+    out.bottom_up.tree = mergeTree(a.bottom_up, b.bottom_up, names);
+    out.bottom_up.change = changeMagnitudes(out.bottom_up.tree);
+  }
   out.symbols = mergeSymbols(a.symbols, b.symbols);
   return out;
 }

@@ -34,7 +34,8 @@ DiffTrees diffTrees(const std::vector<SiteCost>& a, SiteFrames&& framesA, std::v
 // to node order (parents still before children) and which side's frame a node shows (B's where
 // both have it). Neither recording's frames are listed per site: a PyTorch run's 700,000 sites of
 // ~55 frames each made 400 MB of frame pointers a recording (2.2 GB to compare two runs). The
-// trees keep both sides' storage (their names and frames) alive.
+// trees keep both sides' storage (their names and frames) alive. Sides without bottom-up trees
+// (TreeIndex::trees() without them) give none.
 DiffTrees diffTrees(const TreeIndex::Trees& a, const TreeIndex::Trees& b);
 
 // Per node, the sum of the absolute self costs at and below it (each field on its own).

@@ -461,8 +461,15 @@ std::vector<SymbolCost> TreeIndex::callerCallee(const std::vector<TreeCost>& cos
   return symbols(down, id);
 }
 
-TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space) const {
+TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space,
+                                  bool bottomUp) const {
   Trees out;
+  if (!bottomUp) {
+    std::vector<int32_t> id;
+    out.top_down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
+    out.symbols = symbols(out.top_down, id);
+    return out;
+  }
   // The bottom-up tree (a PyTorch run: 700k nodes) on a thread of its own beside the top-down
   // tree and caller/callee (100k nodes and the symbols): a range's trees in about half the time
   // on two free cores. That thread has no control of its own: a cancel stops the top-down part,

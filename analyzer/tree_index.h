@@ -77,12 +77,14 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // callerCallee() of `costs`: inclusive.allocated descending, then symbol.
   std::vector<SymbolCost> callerCallee(const std::vector<TreeCost>& costs,
                                        const std::optional<std::string>& space = {}) const;
-  // All three at once (one pass of top-down sums serves the top-down tree and caller/callee).
+  // All three at once (one pass of top-down sums serves the top-down tree and caller/callee);
+  // without `bottomUp` the bottom-up tree is not made (no nodes).
   struct Trees {
     CallTree top_down, bottom_up;
     std::vector<SymbolCost> symbols;
   };
-  Trees trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space = {}) const;
+  Trees trees(const std::vector<TreeCost>& costs, const std::optional<std::string>& space = {},
+              bool bottomUp = true) const;
 
   TreeIndex(const TreeIndex&) = delete;
   TreeIndex& operator=(const TreeIndex&) = delete;

@@ -226,6 +226,12 @@ void Document::setTreesShown(bool shown) {
   if (shown && treesDropped_ && !busy_) restartRange();  // dropped, and no range is coming (cancelled)
 }
 
+void Document::setBottomUpShown(bool shown) {
+  bottomUpShown_ = shown;
+  // A range on the way without it asks again when it comes.
+  if (shown && range_ && range_->bottom_up.nodes.empty() && !busy_) restartRange();
+}
+
 void Document::setRange(std::optional<int64_t> from, std::optional<int64_t> to) {
   if (!data_) return;
   liveAt_.reset();
@@ -373,6 +379,7 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
   request.to = to;
   request.live_at = from || to ? std::nullopt : liveAt_;
   request.space = space_.toStdString();
+  request.bottom_up = bottomUpShown_;
   request.index = ensureIndex(index_, data);  // the tree shapes: the job waits for them
   if (compare_) request.index_b = ensureIndex(compareIndex_, compare_);
   jobs_.append(runJob(&pool_, [self, gen, control, request] {
@@ -405,6 +412,8 @@ void Document::startRange(std::shared_ptr<const RecordingData> data, std::option
           self->treesDropped_ = false;
           self->rangeSeconds_ = seconds;
           emit self->rangeChanged();
+          // Made without the bottom-up tree while a view that shows it came on screen.
+          if (self->bottomUpShown_ && r->bottom_up.nodes.empty()) self->restartRange();
           // The old trees hold millions of nodes: once the views let go of them, freeing them is
           // a worker's job, not a frame's.
           if (old && old.use_count() == 1)

@@ -178,7 +178,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     }
   } waitSizes{sizes, sizesB};
   if (!other && side.indexed) {
-    an::TreeIndex::Trees trees = side.index->trees(*side.indexed, r->space);
+    an::TreeIndex::Trees trees = side.index->trees(*side.indexed, r->space, q.bottom_up);
     r->top_down = std::move(trees.top_down);
     r->bottom_up = std::move(trees.bottom_up);
     r->symbols = std::move(trees.symbols);
@@ -187,7 +187,8 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     // recordings' sites (each site's frames listed: 400 MB a PyTorch run).
     an::DiffTrees trees;
     if (side.indexed && other->indexed) {
-      trees = an::diffTrees(side.index->trees(*side.indexed, r->space), other->index->trees(*other->indexed, r->space));
+      trees = an::diffTrees(side.index->trees(*side.indexed, r->space, q.bottom_up),
+                            other->index->trees(*other->indexed, r->space, q.bottom_up));
     } else {
       std::vector<an::SiteCost> a = side.list(), b = other->list();
       an::SiteFrames fa = an::siteFrames(rec, a), fb = an::siteFrames(*q.b->rec, b);
@@ -202,7 +203,7 @@ std::shared_ptr<RangeData> computeRange(const RangeRequest& q, an::QueryControl&
     const an::SiteFrames frames = an::siteFrames(rec, side.costs);
     if (control.cancelled) throw an::Cancelled();
     r->top_down = an::buildCallTree(side.costs, frames, an::TreeDirection::TopDown, r->space);
-    r->bottom_up = an::buildCallTree(side.costs, frames, an::TreeDirection::BottomUp, r->space);
+    if (q.bottom_up) r->bottom_up = an::buildCallTree(side.costs, frames, an::TreeDirection::BottomUp, r->space);
     if (control.cancelled) throw an::Cancelled();
     r->symbols = an::callerCallee(side.costs, frames, r->space);
   }

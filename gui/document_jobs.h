@@ -23,6 +23,7 @@ struct RangeRequest {
   Show show = Show::A;
   std::optional<int64_t> from, to, live_at;
   std::string space;  // the wanted space ("" every space)
+  bool bottom_up = true;  // the bottom-up tree too (else only top-down and caller/callee)
   // Each recording's tree shapes (made once per recording; the job waits for those it needs):
   // A's, B's and B − A's trees are re-costed on them. Not valid: built from scratch.
   using IndexFuture = std::shared_future<std::shared_ptr<const analyzer::TreeIndex>>;

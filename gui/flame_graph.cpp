@@ -285,7 +285,10 @@ FlameGraphView::FlameGraphView(QWidget* parent)
   connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
     canvas_->setMetric(an::TreeMetric(metric_->currentData().toInt()));
   });
-  connect(inverted_, &QCheckBox::toggled, this, [this] { rebuild(); });
+  connect(inverted_, &QCheckBox::toggled, this, [this](bool on) {
+    rebuild();
+    emit invertedChanged(on);
+  });
   connect(icicle_, &QCheckBox::toggled, canvas_, &FlameGraphCanvas::setIcicle);
   connect(threshold_, &QDoubleSpinBox::valueChanged, canvas_, &FlameGraphCanvas::setThreshold);
   connect(reset, &QPushButton::clicked, this, [this] { canvas_->zoomTo(0); });
@@ -312,6 +315,8 @@ void FlameGraphView::setRange(std::shared_ptr<const RangeData> range) {
                               : QString("peak"));
   rebuild();
 }
+
+bool FlameGraphView::inverted() const { return inverted_->isChecked(); }
 
 void FlameGraphView::setMetric(an::TreeMetric m) { metric_->setCurrentIndex(metric_->findData(int(m))); }
 

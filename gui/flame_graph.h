@@ -75,6 +75,10 @@ class FlameGraphView : public QWidget {
   void setMetric(analyzer::TreeMetric metric);
   FlameGraphCanvas* canvas() const { return canvas_; }
   bool exportImage(const QString& path);  // .png or .svg by the suffix
+  bool inverted() const;  // shows the bottom-up tree
+
+ signals:
+  void invertedChanged(bool inverted);
 
  private:
   void rebuild();

@@ -186,6 +186,12 @@ int main(int argc, char** argv) {
     if (shooting) return;
     shooting = true;
     window.showView(viewName);
+    // A view whose trees the range did not make (the bottom-up tree) has them made now: the shot
+    // waits for them.
+    if (window.document()->busy() && !status) {
+      QObject::connect(&window, &MainWindow::ready, &window, [&] { grab(); }, Qt::SingleShotConnection);
+      return;
+    }
     // The fragmentation map reads its ranges when first shown: the shot waits for its layout.
     if (auto* frag = window.fragmentationView(); viewName == "fragmentation" && !frag->isSettled() && !status) {
       QObject::connect(frag, &memledger::gui::FragmentationView::settled, &window, [&] { grab(); },

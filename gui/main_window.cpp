@@ -85,7 +85,11 @@ MainWindow::MainWindow(QWidget* parent)
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     QWidget* w = tabs_->currentWidget();
     doc_->setTreesShown(w == topDown_ || w == bottomUp_ || w == flame_);
+    doc_->setBottomUpShown(w == bottomUp_ || (w == flame_ && flame_->inverted()));
     bringUpToDate(w);
+  });
+  connect(flame_, &FlameGraphView::invertedChanged, this, [this](bool on) {
+    if (tabs_->currentWidget() == flame_) doc_->setBottomUpShown(on);
   });
   doc_->setTreesShown(false);  // the Summary first
   // The tree views (off screen) let go of trees about to be cleared; shown, they take the range

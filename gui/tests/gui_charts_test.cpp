@@ -248,7 +248,10 @@ class GuiChartsTest : public QObject {
     QVERIFY(w.compareWith(peak_));
     QVERIFY(QTest::qWaitFor([&] { return opened.count() > 0 && compared.count() > 0; }, 60000));
     QVERIFY(QTest::qWaitFor([&] { return w.document()->range()->diff(); }, 60000));
-    QVERIFY(QTest::qWaitFor([&] { return !w.document()->busy(); }, 60000));
+    w.showView("bottom-up");  // its tree is made when a view shows it
+    QVERIFY(QTest::qWaitFor([&] {
+      return !w.document()->busy() && w.document()->range()->diff() && !w.document()->range()->bottom_up.nodes.empty();
+    }, 60000));
     const RangeData& r = *w.document()->range();
     const std::set<std::string> program{"ci_leak_block", "ci_hold_peak"};
     QCOMPARE(programStacks(r.top_down, an::TreeMetric::Leaked, program, true),

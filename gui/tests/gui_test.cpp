@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QFile>
 #include <QProcess>
+#include <QCheckBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -71,6 +72,7 @@ class GuiTest : public QObject {
   // fill_cache 20 x 1 KiB (samples/demo_leaky_peaky.c).
   void treesAsCollapsedStacks() {
     Document doc;
+    doc.setBottomUpShown(true);
     doc.open(demo_);
     QVERIFY(waitRange(doc));
     const RangeData& r = *doc.range();
@@ -85,6 +87,45 @@ class GuiTest : public QObject {
     QCOMPARE(r.top_down.nodes[0].total.leaked, doc.data()->report.leaks.bytes);
     QCOMPARE(r.top_down.nodes[0].total.allocated, doc.data()->report.totals.allocated_bytes);
     QCOMPARE(r.bottom_up.nodes[0].total.count, r.top_down.nodes[0].total.count);
+  }
+
+  // The bottom-up tree is made only while a view that shows it is on screen (Bottom-Up, the
+  // inverted flame graph); shown later, the range is made again with it.
+  void bottomUpOnlyWhenShown() {
+    MainWindow w;
+    w.resize(1300, 900);
+    w.show();
+    QSignalSpy ready(&w, &MainWindow::ready);
+    w.openFile(demo_);
+    QVERIFY(QTest::qWaitFor([&] { return ready.count() > 0 && !w.document()->busy(); }, 60000));
+    Document* doc = w.document();
+    QVERIFY(!doc->range()->top_down.nodes.empty());
+    QVERIFY(doc->range()->bottom_up.nodes.empty());  // the Summary is on screen
+    w.showView("flamegraph");
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy(); }, 60000));
+    QVERIFY(doc->range()->bottom_up.nodes.empty());  // an icicle of the top-down tree
+    QCheckBox* invert = nullptr;
+    for (QCheckBox* c : w.view("flamegraph")->findChildren<QCheckBox*>())
+      if (c->text().contains("Inverted")) invert = c;
+    QVERIFY(invert);
+    invert->setChecked(true);
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy() && !doc->range()->bottom_up.nodes.empty(); }, 60000));
+    const RangeData& r = *doc->range();
+    QCOMPARE(r.bottom_up.nodes[0].total.count, r.top_down.nodes[0].total.count);
+    const std::vector<std::string> up = an::collapsedStacks(r.bottom_up, an::TreeMetric::Peak);
+    QVERIFY(std::any_of(up.begin(), up.end(), [](const std::string& l) {
+      return l.rfind("build_index;main;", 0) == 0 && l.ends_with(" 67108864");  // 64 x 1 MiB, innermost first
+    }));
+    // Off screen again: the next range makes none; the Bottom-Up view asks for it once more.
+    w.showView("summary");
+    doc->setRange(std::nullopt, doc->data()->end_ns / 2);
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy() && doc->range()->ranged(); }, 60000));
+    QVERIFY(doc->range()->bottom_up.nodes.empty());
+    w.showView("bottom-up");
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy() && !doc->range()->bottom_up.nodes.empty(); }, 60000));
+    QVERIFY(doc->range()->ranged());  // the same range, with the tree
+    auto* view = static_cast<CallTreeView*>(w.view("bottom-up"));
+    QVERIFY(QTest::qWaitFor([&] { return view->tree()->model()->rowCount() > 0; }, 10000));
   }
 
   // samples/mmap_leak.c: map_regions leaks 98304 B of mmap; the trees show one space at a time.
@@ -124,6 +165,7 @@ class GuiTest : public QObject {
 
   void modelsUnderTester() {
     Document doc;
+    doc.setBottomUpShown(true);  // as the Bottom-Up view on screen asks
     doc.open(demo_);
     QVERIFY(waitRange(doc));
     for (an::TreeDirection d : {an::TreeDirection::TopDown, an::TreeDirection::BottomUp}) {
@@ -424,7 +466,8 @@ class GuiTest : public QObject {
     Document* doc = w.document();
     const auto phases = doc->data()->report.phases;
     QCOMPARE(int(phases.size()), 3);
-    w.showView("bottom-up");
+    w.showView("bottom-up");  // the run's trees made again with the bottom-up one
+    QVERIFY(QTest::qWaitFor([&] { return !doc->busy() && !doc->range()->bottom_up.nodes.empty(); }, 60000));
     std::shared_ptr<const RangeData> kept = doc->range();
     doc->setRange(phases[0].start_ns, phases[0].end_ns - 1);
     QVERIFY(!kept->top_down.nodes.empty() && !kept->bottom_up.nodes.empty());  // on screen: kept
