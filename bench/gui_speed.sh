@@ -27,6 +27,11 @@
 #  - heaptrack_print on the same file: the same parse heaptrack_gui does before its first screen,
 #    printed as text (time and peak RSS; its closest headless figure).
 # storm_1us has no heaptrack counterpart (heaptrack has no timeline buckets: it is storm's file).
+# Compare mode (py_deep and torch_mlp): a second run of the same workload recorded, then
+# `memledger-gui A --compare B --screenshot --view flamegraph` (open both, the Compare table, the
+# B − A trees and flame graph: wall time and peak RSS until the shot is written) and
+# `memledger diff A B`; beside them `heaptrack_print --diff` on heaptrack's two files of the same
+# runs (its headless diff: heaptrack_gui's compare mode parses the same way).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -159,6 +164,46 @@ print(f"    peak RSS {med('peak_rss_mib'):.0f} MiB = {rss / zst:.1f}x the zstd f
 EOF
 }
 
+compare_side() {  # compare_side NAME DB_A CMD... : a second run of CMD against DB_A
+  local name="$1" a="$2"; shift 2
+  local b="$OUT/traces/gui-$name-b.memledger.db" m="$OUT/gui.$name.compare.measure"
+  rm -f "$b" "$b"-*
+  "$BUILD/bin/memledger" record --force -o "$b" -- "$@" >/dev/null 2>"$OUT/gui.$name-b.record.log" ||
+    { echo "  compare: recording the second run failed (see $OUT/gui.$name-b.record.log)"; return; }
+  for run in $(seq 1 "$RUNS"); do
+    rm -f "$m"
+    if QT_QPA_PLATFORM=offscreen MEASURE_TIMEOUT=600 measured "$m" "$BUILD/bin/memledger-gui" "$a" --compare "$b" \
+        --screenshot "$OUT/gui.$name.compare.png" --view flamegraph >/dev/null 2>&1; then
+      awk -v w="$(kv wall_s "$(cat "$m")")" -v r="$(kv hwm_kb "$(cat "$m")")" -v n="$run" \
+        'BEGIN { printf "  compare run %d: memledger-gui A --compare B to the B - A flame graph: %.2f s, peak RSS %.0f MiB\n", n, w, r / 1024 }'
+    else
+      echo "  compare run $run: memledger-gui --compare failed or timed out"
+    fi
+  done
+  rm -f "$m"
+  if measured "$m" "$BUILD/bin/memledger" diff "$a" "$b" >/dev/null 2>&1; then
+    awk -v w="$(kv wall_s "$(cat "$m")")" -v r="$(kv hwm_kb "$(cat "$m")")" \
+      'BEGIN { printf "  memledger diff A B: %.2f s, peak RSS %.0f MiB\n", w, r / 1024 }'
+  else
+    echo "  memledger diff A B: failed or timed out"
+  fi
+  ((HEAPTRACK)) || return 0
+  local ha hb
+  ha="$(ls "$OUT/traces/gui-$name.heaptrack".* 2>/dev/null | head -1)"
+  [[ -n "$ha" ]] || { echo "  heaptrack_print --diff: n/a (no heaptrack file of the first run)"; return; }
+  rm -f "$OUT/traces/gui-$name-b.heaptrack".*
+  "$HT" -o "$OUT/traces/gui-$name-b.heaptrack" "$@" >/dev/null 2>"$OUT/gui.$name-b.heaptrack.log" ||
+    { echo "  heaptrack_print --diff: recording the second run failed"; return; }
+  hb="$(ls "$OUT/traces/gui-$name-b.heaptrack".* 2>/dev/null | head -1)"
+  rm -f "$m"
+  if MEASURE_TIMEOUT=600 measured "$m" heaptrack_print -d "$ha" "$hb" >/dev/null 2>&1; then
+    awk -v w="$(kv wall_s "$(cat "$m")")" -v r="$(kv hwm_kb "$(cat "$m")")" \
+      'BEGIN { printf "  heaptrack_print --diff (headless, text): %.2f s, peak RSS %.0f MiB\n", w, r / 1024 }'
+  else
+    echo "  heaptrack_print --diff: failed or timed out"
+  fi
+}
+
 record() {  # record NAME [RECORD OPTIONS] -- CMD... : sets DB
   local name="$1"; shift
   DB="$OUT/traces/gui-$name.memledger.db"
@@ -178,6 +223,7 @@ fi
 if wanted py_deep && record py_deep -- "$PY" "$BENCH/workloads/py_deep.py"; then
   measure_recording py_deep "python3 workloads/py_deep.py, 16,384 Python paths ~70 frames deep" "$DB"
   heaptrack_side py_deep "$PY" "$BENCH/workloads/py_deep.py"
+  compare_side py_deep "$DB" "$PY" "$BENCH/workloads/py_deep.py"
 fi
 if wanted torch_mlp; then
   workload_cmd torch_mlp
@@ -186,5 +232,6 @@ if wanted torch_mlp; then
   elif record torch_mlp -- "${WL_CMD[@]}"; then
     measure_recording torch_mlp "python3 workloads/torch_mlp.py, a PyTorch CPU MLP training loop" "$DB"
     heaptrack_side torch_mlp "${WL_CMD[@]}"
+    compare_side torch_mlp "$DB" "${WL_CMD[@]}"
   fi
 fi
