@@ -352,22 +352,31 @@ void TimelineWidget::paintPlot(QPainter& p) {
 
   // Exact peaks: a triangle at the peak, then its size beside it. All triangles first, so that a
   // label moves clear of every triangle (right of it) and of the labels before it (below them).
-  std::vector<std::pair<const Drawn*, QPointF>> tips;
+  // B's (a comparison's) as outlines in the series' colour, dashed as its curve, labelled "B ...".
+  struct Tip {
+    const Drawn* d;
+    QPointF at;
+    bool b;
+  };
+  std::vector<Tip> tips;
   std::vector<QRectF> triangles, labels;
-  for (const Drawn& d : drawn) {
-    if (!d.peak || d.peak->bytes <= 0 || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
-    QPointF tip(xOf(d.peak->t_ns), yOf(double(d.peak->bytes)));
-    QPolygonF tri;
-    tri << tip << tip + QPointF(-6, -10) << tip + QPointF(6, -10);
-    p.setPen(QPen(pal.color(QPalette::Text), 1));
-    p.setBrush(seriesColor(d.name));
-    p.drawPolygon(tri);
-    tips.emplace_back(&d, tip);
-    triangles.push_back(tri.boundingRect());
-  }
+  for (const std::vector<Drawn>* side : {&drawn, &drawnB})
+    for (const Drawn& d : *side) {
+      if (!d.peak || d.peak->bytes <= 0 || d.peak->t_ns < v0_ || d.peak->t_ns > v1_) continue;
+      const bool b = side == &drawnB;
+      QPointF tip(xOf(d.peak->t_ns), yOf(double(d.peak->bytes)));
+      QPolygonF tri;
+      tri << tip << tip + QPointF(-6, -10) << tip + QPointF(6, -10);
+      p.setPen(b ? QPen(seriesColor(d.name), 1.5, Qt::DashLine) : QPen(pal.color(QPalette::Text), 1));
+      p.setBrush(b ? pal.color(QPalette::Base) : seriesColor(d.name));
+      p.drawPolygon(tri);
+      tips.push_back({&d, tip, b});
+      triangles.push_back(tri.boundingRect());
+    }
   const double lineHeight = p.fontMetrics().height();
-  for (const auto& [d, tip] : tips) {
-    QString label = tr("%1 peak %2").arg(d->name, bytesText(d->peak->bytes));
+  for (const auto& [d, tip, b] : tips) {
+    QString label = b ? tr("B %1 peak %2").arg(d->name, bytesText(d->peak->bytes))
+                      : tr("%1 peak %2").arg(d->name, bytesText(d->peak->bytes));
     QRectF lr(tip.x() + 8, tip.y() - lineHeight - 2, p.fontMetrics().horizontalAdvance(label) + 4, lineHeight);
     if (lr.right() > plot.right()) lr.moveRight(tip.x() - 8);
     if (lr.top() < plot.top()) lr.moveTop(plot.top() + 1);
@@ -388,7 +397,7 @@ void TimelineWidget::paintPlot(QPainter& p) {
     labels.push_back(lr);
     p.setPen(pal.color(QPalette::Text));
     p.drawText(lr, Qt::AlignLeft | Qt::AlignVCenter, label);
-    peaks_.push_back({d->name, d->peak->t_ns, d->peak->bytes, tip});
+    peaks_.push_back({d->name, d->peak->t_ns, d->peak->bytes, tip, b});
   }
   p.setBrush(Qt::NoBrush);
 

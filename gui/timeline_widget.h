@@ -47,6 +47,7 @@ class TimelineWidget : public QWidget {
     QString series;
     int64_t t_ns = 0, bytes = 0;
     QPointF at;  // widget coordinates of the marker's tip
+    bool compared = false;  // of B, the recording compared with (an outline, "B heap peak ...")
   };
   struct PhaseBand {
     QString name;

@@ -253,6 +253,17 @@ class GuiChartsTest : public QObject {
       return !w.document()->busy() && w.document()->range()->diff() && !w.document()->range()->bottom_up.nodes.empty();
     }, 60000));
     const RangeData& r = *w.document()->range();
+    // The timeline marks both runs' heap peaks: A's filled, B's an outline ("B heap peak ...").
+    TimelineWidget* timeline = w.timeline();
+    timeline->grab();
+    const TimelineWidget::PeakMark *peakA = nullptr, *peakB = nullptr;
+    for (const auto& m : timeline->peakMarks())
+      if (m.series == "heap") (m.compared ? peakB : peakA) = &m;
+    QVERIFY(peakA && peakB);
+    QCOMPARE(peakA->bytes, w.document()->data()->report.peak.bytes);
+    QCOMPARE(peakB->bytes, w.document()->compareData()->report.peak.bytes);
+    QCOMPARE(peakB->t_ns, w.document()->compareData()->report.peak.time_ns);
+    QVERIFY(peakB->bytes >= 4000000 && peakA->bytes < 4000000);  // ci_hold_peak's 4 MB block in B only
     const std::set<std::string> program{"ci_leak_block", "ci_hold_peak"};
     QCOMPARE(programStacks(r.top_down, an::TreeMetric::Leaked, program, true),
              (std::set<std::string>{"main;ci_leak_block -10000"}));
