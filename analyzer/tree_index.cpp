@@ -89,6 +89,12 @@ bool isZero(const TreeCost& c) { return !c.peak && !c.leaked && !c.allocated && 
 
 }  // namespace
 
+struct TreeIndex::UpSource {
+  const Recording* rec;
+  FlatMap byFrame;                     // frame -> index into symbolOfFrame (Builder's)
+  std::vector<int32_t> symbolOfFrame;
+};
+
 // Builds the shapes site by site from each site's frames (innermost first).
 struct TreeIndex::Builder {
   TreeIndex& ix;
@@ -97,12 +103,24 @@ struct TreeIndex::Builder {
   FlatMap downChild, upChild;  // (parent, symbol) -> node
   std::vector<int32_t> ids;
 
-  explicit Builder(TreeIndex& index) : ix(index) {
+  bool withUp;  // the bottom-up shape too (else up() makes it later)
+
+  Builder(TreeIndex& index, bool up) : ix(index), withUp(up) {
     for (Shape* s : {&ix.down_, &ix.up_}) {
-      s->parent.push_back(-1);
-      s->symbol.push_back(-1);
-      s->frame.push_back(nullptr);
+      if (s == &ix.up_ && !withUp) continue;
+      addRoot(*s);
     }
+  }
+  static void addRoot(Shape& s) {
+    s.parent.push_back(-1);
+    s.symbol.push_back(-1);
+    s.frame.push_back(nullptr);
+  }
+  static void shrink(Shape& s) {
+    s.parent.shrink_to_fit();
+    s.symbol.shrink_to_fit();
+    s.frame.shrink_to_fit();
+    s.site_end.shrink_to_fit();
   }
 
   int32_t symbolOf(const Frame* f) {
@@ -136,11 +154,10 @@ struct TreeIndex::Builder {
     for (const Frame* f : frames) ids.push_back(symbolOf(f));
     const size_t n = frames.size();
     int32_t down = 0, up = 0;
-    for (size_t k = 0; k < n; ++k) {
-      down = child(ix.down_, downChild, down, ids[n - 1 - k], frames[n - 1 - k]);
-      up = child(ix.up_, upChild, up, ids[k], frames[k]);
-    }
+    for (size_t k = 0; k < n; ++k) down = child(ix.down_, downChild, down, ids[n - 1 - k], frames[n - 1 - k]);
     ix.down_.site_end.push_back(down);
+    if (!withUp) return;
+    for (size_t k = 0; k < n; ++k) up = child(ix.up_, upChild, up, ids[k], frames[k]);
     ix.up_.site_end.push_back(up);
   }
 
@@ -149,12 +166,7 @@ struct TreeIndex::Builder {
   void finish() {
     // The shapes grew by doubling: a PyTorch run's bottom-up shape (730k nodes, 16 bytes each)
     // and the sites' ends held a third more than they use.
-    for (Shape* s : {&ix.down_, &ix.up_}) {
-      s->parent.shrink_to_fit();
-      s->symbol.shrink_to_fit();
-      s->frame.shrink_to_fit();
-      s->site_end.shrink_to_fit();
-    }
+    for (Shape* s : {&ix.down_, &ix.up_}) shrink(*s);
     ix.names_.shrink_to_fit();
     ix.first_frame_.shrink_to_fit();
     const Shape& d = ix.down_;
@@ -206,7 +218,7 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(std::vector<SiteCost> sites, c
   if (frames.size() != sites.size()) throw std::invalid_argument("TreeIndex: one frame list per site");
   std::shared_ptr<TreeIndex> ix(new TreeIndex());
   ix->setSites(std::move(sites));
-  Builder b(*ix);
+  Builder b(*ix, true);
   for (size_t i = 0; i < frames.size(); ++i) {
     if ((i & 1023) == 0) detail::throwIfCancelled();
     b.addSite(frames[i]);
@@ -222,7 +234,7 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
     if (!ix->readSites(rec)) ix->setSites(analyzer::siteCosts(rec));
   }
   detail::Stage shaping(0.3, 1);
-  Builder b(*ix);
+  Builder b(*ix, false);
   std::vector<const Frame*> frames;
   const size_t n = ix->sites_.size();
   for (size_t i = 0; i < n; ++i) {
@@ -231,6 +243,7 @@ std::shared_ptr<const TreeIndex> TreeIndex::build(const Recording& rec) {
     if ((i & 4095) == 0) detail::progress(double(i) / double(n));
   }
   b.finish();
+  ix->up_source_ = std::make_unique<UpSource>(UpSource{&rec, std::move(b.byFrame), std::move(b.symbolOfFrame)});
   // What every range needs, made once here beside the shapes rather than by the first range.
   ix->mapActivity(rec);
   ix->readLeaked(rec);
@@ -255,7 +268,36 @@ std::vector<std::string> TreeIndex::spaces(const std::vector<TreeCost>& costs) c
 }
 
 size_t TreeIndex::nodeCount(TreeDirection direction) const {
-  return (direction == TreeDirection::TopDown ? down_ : up_).parent.size();
+  return (direction == TreeDirection::TopDown ? down_ : up()).parent.size();
+}
+
+TreeIndex::~TreeIndex() = default;
+
+const TreeIndex::Shape& TreeIndex::up() const {
+  // A throw (a cancel of the question that asked first) leaves it to the next to make.
+  std::call_once(up_once_, [this] {
+    if (!up_source_) return;  // made with the index
+    UpSource& src = *up_source_;
+    Shape s;
+    Builder::addRoot(s);
+    s.site_end.reserve(sites_.size());
+    FlatMap children;
+    std::vector<const Frame*> frames;
+    for (size_t i = 0; i < sites_.size(); ++i) {
+      src.rec->stackFrames(row(i).stack_id, &frames);  // the same frames: cached per ip for the recording's life
+      int32_t node = 0;
+      for (const Frame* f : frames) {
+        auto [at, isNew] = src.byFrame.tryEmplace(uint64_t(reinterpret_cast<uintptr_t>(f)), -1);
+        if (isNew || at < 0) throw std::logic_error("TreeIndex: a frame the index was not built with");
+        node = Builder::child(s, children, node, src.symbolOfFrame[size_t(at)], f);
+      }
+      s.site_end.push_back(node);
+    }
+    Builder::shrink(s);
+    up_ = std::move(s);
+    up_source_.reset();
+  });
+  return up_;
 }
 
 std::vector<TreeCost> TreeIndex::costs(const Recording& rec, std::optional<int64_t> from,
@@ -451,7 +493,7 @@ int32_t TreeIndex::spaceId(const std::optional<std::string>& space) const {
 CallTree TreeIndex::tree(const std::vector<TreeCost>& costs, TreeDirection direction,
                          const std::optional<std::string>& space) const {
   std::vector<int32_t> id;
-  return emitTree(direction == TreeDirection::TopDown ? down_ : up_, costs, direction, space, id);
+  return emitTree(direction == TreeDirection::TopDown ? down_ : up(), costs, direction, space, id);
 }
 
 std::vector<SymbolCost> TreeIndex::callerCallee(const std::vector<TreeCost>& costs,
@@ -474,18 +516,18 @@ TreeIndex::Trees TreeIndex::trees(const std::vector<TreeCost>& costs, const std:
   // tree and caller/callee (100k nodes and the symbols): a range's trees in about half the time
   // on two free cores. That thread has no control of its own: a cancel stops the top-down part,
   // then waits for it (tens of ms).
-  auto up = std::async(std::launch::async, [&] {
+  auto upTree = std::async(std::launch::async, [&] {
     std::vector<int32_t> upId;
-    return emitTree(up_, costs, TreeDirection::BottomUp, space, upId);
+    return emitTree(up(), costs, TreeDirection::BottomUp, space, upId);
   });
   struct Wait {  // the thread reads `costs` and this index: it ends before they may go
     std::future<CallTree>& f;
     ~Wait() { if (f.valid()) f.wait(); }
-  } wait{up};
+  } wait{upTree};
   std::vector<int32_t> id;
   out.top_down = emitTree(down_, costs, TreeDirection::TopDown, space, id);
   out.symbols = symbols(out.top_down, id);
-  out.bottom_up = up.get();
+  out.bottom_up = upTree.get();
   return out;
 }
 
