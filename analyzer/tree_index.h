@@ -149,6 +149,7 @@ class TreeIndex : public std::enable_shared_from_this<TreeIndex> {
   // of a key (as siteCosts()), -1 none. An index a site, not a hash map's node.
   std::vector<int32_t> by_slot_;
   int32_t slotOf(int64_t stack, uint64_t kind) const;
+  void sortBySlot();  // by_slot_ of the sites
   // The site of each of the recording's activity sites (Recording::activitySites()), made at the
   // first range: a range then adds the kept activity with no lookup per entry.
   // The sites by (image, stack, kind code), for costsOf(); made when first needed.

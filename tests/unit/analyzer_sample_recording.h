@@ -52,6 +52,15 @@ inline std::string sampleRecording(const std::string& sample, std::string* why, 
   return path;
 }
 
+// sampleRecording() as a test wants it: the plain SQLite path, a failure (with the reason) when
+// it could not be made.
+inline std::string recordingOf(const std::string& sample, const std::string& args = "") {
+  std::string why;
+  std::string path = sampleRecording(sample, &why, false, args);
+  if (path.empty()) ADD_FAILURE() << why;
+  return path;
+}
+
 // Records samples/python/<script> under Debian's CPython (/usr/bin/python3, plain SQLite); its
 // path, or "" with `why` set when the CLI or that Python is missing or recording failed.
 inline std::string pythonRecording(const std::string& script, const std::string& args, std::string* why) {

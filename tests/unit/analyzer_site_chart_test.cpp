@@ -43,12 +43,7 @@ const LiveSite* liveOf(const Recording& rec, const LiveSet& live, const std::str
 // The lines of collapsed stacks ending with `suffix` (the C runtime's frames above main differ).
 using memledger::testing::hasLine;
 
-std::string recordingOf(const std::string& sample, const std::string& args = "") {
-  std::string why;
-  std::string path = memledger::testing::sampleRecording(sample, &why, false, args);
-  if (path.empty()) ADD_FAILURE() << why;
-  return path;
-}
+using memledger::testing::recordingOf;
 }  // namespace
 
 // Every chart of three_phases: ramp() made 450 blocks, 450 MiB; it held 300 MiB at most and

@@ -15,18 +15,16 @@
 #include "analyzer/tree_index.h"
 #include "analyzer_fixture.h"
 #include "analyzer_sample_recording.h"
+#include "analyzer_tree_expect.h"
 
 using namespace memledger::analyzer;
 
 namespace {
 
-const TreeMetric kMetrics[] = {TreeMetric::Peak, TreeMetric::Leaked, TreeMetric::Allocated, TreeMetric::Count,
-                               TreeMetric::Temporary};
-
-bool sameCost(const TreeCost& a, const TreeCost& b) {
-  return a.peak == b.peak && a.leaked == b.leaked && a.allocated == b.allocated && a.count == b.count &&
-         a.temporary == b.temporary;
-}
+using memledger::testing::expectSameSymbol;
+using memledger::testing::recordingOf;
+using memledger::testing::sameCost;
+const auto& kMetrics = memledger::testing::kTreeMetrics;
 
 std::string costText(const TreeCost& c) {
   return std::to_string(c.peak) + "/" + std::to_string(c.leaked) + "/" + std::to_string(c.allocated) + "/" +
@@ -94,12 +92,7 @@ void expectSameDiff(const Recording& a, const TreeIndex& ia, const Recording& b,
     }
     ASSERT_TRUE(bySymbol.count(s.symbol)) << s.symbol;
     const SymbolCost& p = *bySymbol[s.symbol];
-    EXPECT_TRUE(sameCost(s.self, p.self)) << s.symbol;
-    EXPECT_TRUE(sameCost(s.inclusive, p.inclusive)) << s.symbol;
-    ASSERT_EQ(s.callers.size(), p.callers.size()) << s.symbol;
-    ASSERT_EQ(s.callees.size(), p.callees.size()) << s.symbol;
-    for (const auto& [name, cost] : p.callers) EXPECT_TRUE(sameCost(s.callers.at(name), cost)) << s.symbol << " <- " << name;
-    for (const auto& [name, cost] : p.callees) EXPECT_TRUE(sameCost(s.callees.at(name), cost)) << s.symbol << " -> " << name;
+    expectSameSymbol(s, p);
   }
 }
 
@@ -120,20 +113,14 @@ void expectSameDiffs(const std::string& pa, const std::string& pb) {
     for (const auto& space : spaces) expectSameDiff(a, *ia, b, *ib, from, to, space);
 }
 
-std::string sample(const std::string& name, const std::string& args = "") {
-  std::string why;
-  std::string path = memledger::testing::sampleRecording(name, &why, false, args);
-  if (path.empty()) ADD_FAILURE() << why;
-  return path;
-}
 
 }  // namespace
 
 TEST(AnalyzerTreeDiffMerge, EqualsTheSitesMergeOnSamplePairs) {
   const std::pair<std::string, std::string> pairs[] = {
-      {sample("ci_leaky", "leak 10"), sample("ci_leaky", "peak 4000000")},
-      {sample("three_phases"), sample("demo_leaky_peaky")},
-      {sample("mmap_leak"), sample("pool_arena")},
+      {recordingOf("ci_leaky", "leak 10"), recordingOf("ci_leaky", "peak 4000000")},
+      {recordingOf("three_phases"), recordingOf("demo_leaky_peaky")},
+      {recordingOf("mmap_leak"), recordingOf("pool_arena")},
   };
   for (const auto& [a, b] : pairs)
     if (!a.empty() && !b.empty()) expectSameDiffs(a, b);
@@ -141,7 +128,7 @@ TEST(AnalyzerTreeDiffMerge, EqualsTheSitesMergeOnSamplePairs) {
 
 // ci_leaky leak 10 against peak 4000000, read off the merged trees: the numbers a user sees.
 TEST(AnalyzerTreeDiffMerge, LeakAgainstPeakNumbers) {
-  const std::string pa = sample("ci_leaky", "leak 10"), pb = sample("ci_leaky", "peak 4000000");
+  const std::string pa = recordingOf("ci_leaky", "leak 10"), pb = recordingOf("ci_leaky", "peak 4000000");
   if (pa.empty() || pb.empty()) return;
   Recording a = Recording::open(pa), b = Recording::open(pb);
   std::shared_ptr<const TreeIndex> ia = TreeIndex::build(a), ib = TreeIndex::build(b);
@@ -164,7 +151,7 @@ TEST(AnalyzerTreeDiffMerge, LeakAgainstPeakNumbers) {
 }
 
 TEST(AnalyzerTreeDiffMerge, ARecordingAgainstItselfChangesNothing) {
-  const std::string p = sample("demo_leaky_peaky");
+  const std::string p = recordingOf("demo_leaky_peaky");
   if (p.empty()) return;
   Recording a = Recording::open(p), b = Recording::open(p);
   std::shared_ptr<const TreeIndex> ia = TreeIndex::build(a), ib = TreeIndex::build(b);

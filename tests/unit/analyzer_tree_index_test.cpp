@@ -16,13 +16,15 @@
 #include "analyzer/tree_index.h"
 #include "analyzer_fixture.h"
 #include "analyzer_sample_recording.h"
+#include "analyzer_tree_expect.h"
 
 using namespace memledger::analyzer;
 
 namespace {
 
-const TreeMetric kMetrics[] = {TreeMetric::Peak, TreeMetric::Leaked, TreeMetric::Allocated, TreeMetric::Count,
-                               TreeMetric::Temporary};
+using memledger::testing::expectSameSymbol;
+using memledger::testing::sameCost;
+const auto& kMetrics = memledger::testing::kTreeMetrics;
 
 // The collapsed stacks of `costs` by folding each site's frames directly (no tree at all).
 std::vector<std::string> folded(const Recording& rec, const std::vector<SiteCost>& costs, TreeDirection direction,
@@ -69,11 +71,6 @@ std::map<std::string, SymbolCost> plainCallerCallee(const Recording& rec, const 
     }
   }
   return out;
-}
-
-bool sameCost(const TreeCost& a, const TreeCost& b) {
-  return a.peak == b.peak && a.leaked == b.leaked && a.allocated == b.allocated && a.count == b.count &&
-         a.temporary == b.temporary;
 }
 
 // Every node's total covers its children's (its self, the rest, is never negative in a tree of
@@ -135,12 +132,7 @@ void expectSameAsScratch(const Recording& rec, const TreeIndex& index, std::opti
       EXPECT_GE(trees.symbols[i - 1].inclusive.allocated, s.inclusive.allocated);
     }
     const SymbolCost& p = plain.at(s.symbol);
-    EXPECT_TRUE(sameCost(s.self, p.self)) << s.symbol;
-    EXPECT_TRUE(sameCost(s.inclusive, p.inclusive)) << s.symbol;
-    ASSERT_EQ(s.callers.size(), p.callers.size()) << s.symbol;
-    ASSERT_EQ(s.callees.size(), p.callees.size()) << s.symbol;
-    for (const auto& [name, cost] : p.callers) EXPECT_TRUE(sameCost(s.callers.at(name), cost)) << s.symbol << " <- " << name;
-    for (const auto& [name, cost] : p.callees) EXPECT_TRUE(sameCost(s.callees.at(name), cost)) << s.symbol << " -> " << name;
+    expectSameSymbol(s, p);
   }
   // The Sizes view's histogram from the same site list, against one that reads the sites again.
   SizeHistogram fromSites = sizeHistogram(rec, indexed, from, to, 5);
